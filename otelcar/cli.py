@@ -1,0 +1,284 @@
+"""The ``otelcar`` command line: parses arguments, calls the library, prints.
+
+Errors raised by the library (:class:`otelcar.errors.OtelcarError`) become one ``error:``
+line and exit status 2, in one place (:class:`OtelcarGroup`); ``--debug`` or
+``OTELCAR_DEBUG=1`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from otelcar import __version__
+from otelcar.config import ENV_HOME, debug_enabled
+from otelcar.errors import OtelcarError
+from otelcar.importer import expand_paths, iter_file_records
+from otelcar.ingest.files import FILE_FORMATS
+from otelcar.render import import_report, step_details, steps_table, traces_table
+from otelcar.schema import render_schema_files
+from otelcar.store import Store
+from otelcar.views import records_view, steps_view, trace_view, traces_view
+
+
+def _console(*, stderr: bool = False) -> Console:
+    console = Console(stderr=stderr, soft_wrap=False)
+    if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        console = Console(stderr=stderr, soft_wrap=False, width=max(console.width, 200))
+    return console
+
+
+def _emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _store(ctx: click.Context, *, create: bool = False) -> Store:
+    return Store(ctx.obj["store"], create=create)
+
+
+class LibraryError(click.ClickException):
+    """A library error shown as one ``error:`` line, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True, file=file)
+
+
+class OtelcarGroup(click.Group):
+    """Converts :class:`OtelcarError` into a clean message, in one place."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OtelcarError as exc:
+            if debug_enabled() or (ctx.obj or {}).get("debug"):
+                raise
+            raise LibraryError(str(exc)) from exc
+
+
+@click.group(cls=OtelcarGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="otelcar")
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar=ENV_HOME,
+    default=".otelcar",
+    show_default=True,
+    help=f"Store directory (env {ENV_HOME}).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, store_path: Path, debug: bool) -> None:
+    """otelcar: which step of a failed agent run caused the failure, from its trace."""
+    ctx.ensure_object(dict)
+    ctx.obj["store"] = store_path
+    ctx.obj["debug"] = debug
+
+
+@cli.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FILE_FORMATS),
+    default="auto",
+    show_default=True,
+    help="File format; auto sniffs each file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
+@click.pass_context
+def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool) -> None:
+    """Import OTLP dumps (JSON, JSON lines, protobuf, length-prefixed; gzip ok).
+
+    Directories are walked. Records that cannot be decoded are kept in the store with the
+    reason; the exit status is 1 only when nothing at all could be imported.
+    """
+    store = _store(ctx, create=True)
+    files = expand_paths(paths)
+    total = sum(p.stat().st_size for p in files)
+    err = _console(stderr=True)
+    progress = Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    done: dict[Path, int] = {}
+    with progress:
+        task = progress.add_task("import", total=total or None)
+
+        def on_bytes(path: Path, consumed: int) -> None:
+            done[path] = consumed
+            progress.update(task, completed=sum(done.values()))
+
+        report = store.import_records(iter_file_records(files, format=fmt, on_bytes=on_bytes))
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        import_report(_console(), report)
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command("traces")
+@click.option("--service", help="Only traces of this service.")
+@click.option("--limit", type=int, default=None, help="Only the newest N traces.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON list (schemas/traces-list.schema.json)."
+)
+@click.pass_context
+def traces_command(
+    ctx: click.Context, service: str | None, limit: int | None, as_json: bool
+) -> None:
+    """List the traces in the store: id, service, start, steps, llm/tool counts, errors,
+    dialect, whether content was captured."""
+    traces = _store(ctx).traces()
+    if service:
+        traces = traces.filter(traces["service"] == service)
+    if limit is not None:
+        traces = traces.tail(limit)
+    if as_json:
+        _emit_json(traces_view(traces))
+    else:
+        _console().print(traces_table(traces))
+
+
+@cli.command("show")
+@click.argument("trace_id")
+@click.option("--json", "as_json", is_flag=True, help="JSON (schemas/show.schema.json).")
+@click.option(
+    "--parquet",
+    "parquet_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the steps table to this Parquet file.",
+)
+@click.option("--full", is_flag=True, help="Print every message, call and result of each step.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["llm", "tool", "agent", "other"]),
+    help="Only steps of this kind (repeatable).",
+)
+@click.pass_context
+def show_command(
+    ctx: click.Context,
+    trace_id: str,
+    as_json: bool,
+    parquet_path: Path | None,
+    full: bool,
+    kinds: tuple[str, ...],
+) -> None:
+    """Show the steps of one trace (TRACE_ID may be a unique prefix)."""
+    store = _store(ctx)
+    full_id = store.resolve(trace_id)
+    steps = store.steps(full_id)
+    if kinds:
+        steps = steps.filter(steps["kind"].is_in(list(kinds)))
+    summary = trace_view(
+        store.traces().filter(store.traces()["trace_id"] == full_id).row(0, named=True)
+    )
+    if parquet_path is not None:
+        steps.write_parquet(parquet_path)
+        _console(stderr=True).print(f"wrote {steps.height} steps to {parquet_path}")
+    if as_json:
+        _emit_json({"trace": summary, "steps": steps_view(steps)})
+        return
+    if parquet_path is not None:
+        return
+    console = _console()
+    console.print(steps_table(summary, steps))
+    if full:
+        for row in steps.iter_rows(named=True):
+            if row["kind"] in ("llm", "tool") or row["issues"]:
+                console.print(step_details(row))
+
+
+@cli.command("records")
+@click.option(
+    "--status",
+    type=click.Choice(["imported", "partial", "unparsed", "duplicate"]),
+    help="Only records with this status.",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON list.")
+@click.pass_context
+def records_command(ctx: click.Context, status: str | None, as_json: bool) -> None:
+    """List the raw records kept in the store, with their status and reason."""
+    records = _store(ctx).records()
+    if status:
+        records = records.filter(records["status"] == status)
+    if as_json:
+        _emit_json(records_view(records))
+        return
+    console = _console()
+    for row in records.iter_rows(named=True):
+        line = f"{row['status']:9} {row['source']} {row['position']}"
+        if row["n_spans"] or row["n_logs"]:
+            line += f"  ({row['n_spans']} spans, {row['n_logs']} logs)"
+        if row["reason"]:
+            line += f"  — {row['reason']}"
+        console.print(line, markup=False, highlight=False)
+    console.print(f"{records.height} records", style="bold")
+
+
+@cli.command("reindex")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def reindex_command(ctx: click.Context, as_json: bool) -> None:
+    """Rebuild spans, steps and the trace index from the raw records."""
+    store = _store(ctx)
+    err = _console(stderr=True)
+    with Progress(
+        TextColumn("reindexing"),
+        BarColumn(),
+        TextColumn("{task.completed} records"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("reindex", total=None)
+        report = store.reindex(progress=lambda n: progress.update(task, completed=n))
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        import_report(_console(), report)
+
+
+@cli.command("schema")
+@click.option(
+    "--write",
+    "target",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the schema files into this directory instead of listing them.",
+)
+def schema_command(target: Path | None) -> None:
+    """The JSON contracts: steps table, normalized message, --json outputs."""
+    files = render_schema_files()
+    if target is None:
+        for name in files:
+            click.echo(name)
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (target / name).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {target / name}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``otelcar`` script."""
+    cli.main(args=argv, prog_name="otelcar")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""Configuration in one place: every environment variable otelcar reads.
+
+| variable | meaning | default |
+|---|---|---|
+| ``OTELCAR_HOME`` | directory of the local store | ``./.otelcar`` |
+| ``OTELCAR_DEBUG`` | ``1`` shows tracebacks on errors in the CLI | unset |
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_HOME = "OTELCAR_HOME"
+ENV_DEBUG = "OTELCAR_DEBUG"
+DEFAULT_HOME = ".otelcar"
+
+
+def default_store_path() -> Path:
+    """The store directory: ``$OTELCAR_HOME`` if set, else ``./.otelcar``."""
+    return Path(os.environ.get(ENV_HOME) or DEFAULT_HOME)
+
+
+def debug_enabled() -> bool:
+    """Whether ``OTELCAR_DEBUG`` asks for tracebacks."""
+    return os.environ.get(ENV_DEBUG, "").strip().lower() in {"1", "true", "yes", "on"}

@@ -1,0 +1,74 @@
+"""Dialect mappers and their registry.
+
+Built-ins register exactly as third-party mappers do, through :func:`register_mapper`.
+For each span every mapper is asked to :meth:`~otelcar.conventions.base.DialectMapper.claim`
+it; the lowest priority wins (ties: the earlier registration). A mapper that raises is
+isolated: the span falls back to the generic mapper with the error in its issues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from otelcar.conventions.base import (
+    PARAM_KEYS,
+    STEP_KINDS,
+    USAGE_KEYS,
+    Attrs,
+    DialectMapper,
+    MappedSpan,
+)
+from otelcar.conventions.genai import GenAIMapper
+from otelcar.conventions.generic import GenericMapper
+from otelcar.ingest.frames import LogFrame, SpanFrame
+
+__all__ = [
+    "PARAM_KEYS",
+    "STEP_KINDS",
+    "USAGE_KEYS",
+    "Attrs",
+    "DialectMapper",
+    "MappedSpan",
+    "map_span",
+    "mapper_names",
+    "register_mapper",
+]
+
+_MAPPERS: list[DialectMapper] = []
+_FALLBACK = GenericMapper()
+
+
+def register_mapper(mapper: DialectMapper) -> None:
+    """Add a dialect mapper (replacing a registered one of the same name)."""
+    _MAPPERS[:] = [m for m in _MAPPERS if m.name != mapper.name]
+    _MAPPERS.append(mapper)
+
+
+def mapper_names() -> list[str]:
+    """Names of the registered mappers, in registration order."""
+    return [m.name for m in _MAPPERS]
+
+
+def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
+    """Map one span with the mapper that claims it most strongly."""
+    best: tuple[int, int, DialectMapper] | None = None
+    for order, mapper in enumerate(_MAPPERS):
+        try:
+            priority = mapper.claim(span)
+        except Exception:
+            priority = None
+        if priority is not None and (best is None or (priority, order) < best[:2]):
+            best = (priority, order, mapper)
+    if best is None:
+        return _FALLBACK.map(span, logs)
+    try:
+        return best[2].map(span, logs)
+    except Exception as exc:
+        mapped = _FALLBACK.map(span, logs)
+        mapped.issues.append(
+            f"mapper {best[2].name!r} failed on this span: {type(exc).__name__}: {exc}"
+        )
+        return mapped
+
+
+register_mapper(GenAIMapper())

@@ -1,0 +1,425 @@
+"""OpenTelemetry GenAI semantic conventions: v1.37+ attributes and the older event forms.
+
+Reads, in order of preference (``reference/otel-genai.md`` §1 and §8.1):
+
+1. span attributes ``gen_ai.input.messages`` / ``gen_ai.output.messages`` /
+   ``gen_ai.system_instructions`` / ``gen_ai.tool.definitions`` (v1.37+; JSON strings on spans);
+2. the v1.37+ log event ``gen_ai.client.inference.operation.details`` with the same span id
+   (the same attributes, structured);
+3. the v1.28–v1.36 log events ``gen_ai.{system,user,assistant,tool}.message`` and
+   ``gen_ai.choice`` joined by span id, in emission order;
+4. the v1.26/27 span events ``gen_ai.content.prompt`` / ``gen_ai.content.completion``.
+
+Tool spans (``execute_tool``) give ``gen_ai.tool.name`` / ``.call.id`` / ``.call.arguments`` /
+``.call.result``; agent spans (``invoke_agent``) open an episode.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from otelcar.conventions.base import Attrs, MappedSpan
+from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.messages import Message, ToolCall, parse_arguments, text_of
+
+NAME = "otel-genai"
+LLM_OPS = frozenset({"chat", "text_completion", "generate_content"})
+AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
+OTHER_OPS = frozenset({"embeddings", "retrieval"})
+KNOWN_OPS = LLM_OPS | AGENT_OPS | OTHER_OPS | {"execute_tool"}
+
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+LEGACY_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+CHOICE_EVENT = "gen_ai.choice"
+GENAI_EVENTS = frozenset({DETAILS_EVENT, CHOICE_EVENT, *LEGACY_MESSAGE_EVENTS})
+
+PRIORITY_WITH_MESSAGES = 20
+PRIORITY_BARE_OPERATION = 60
+
+
+def normalize_finish_reason(reason: Any) -> str | None:
+    """Finish reasons in the schema's vocabulary (OpenAI's ``tool_calls`` → ``tool_call``)."""
+    if reason is None:
+        return None
+    text = str(reason)
+    return "tool_call" if text == "tool_calls" else text
+
+
+def operation_of(span: SpanFrame) -> str | None:
+    """``gen_ai.operation.name``, else the span-name prefix when it is a known operation."""
+    op = span.attributes.get("gen_ai.operation.name")
+    if isinstance(op, str) and op:
+        return op
+    prefix = span.name.split(" ", 1)[0]
+    if prefix in KNOWN_OPS and any(k.startswith("gen_ai.") for k in span.attributes):
+        return prefix
+    return None
+
+
+class GenAIMapper:
+    """Mapper for the OTel GenAI conventions (see the module docstring)."""
+
+    name = NAME
+
+    def claim(self, span: SpanFrame) -> int | None:
+        attrs = span.attributes
+        if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
+            return PRIORITY_WITH_MESSAGES
+        if operation_of(span) is not None:
+            return PRIORITY_BARE_OPERATION
+        return None
+
+    def map(self, span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
+        consumed: set[str] = set()
+        attrs = Attrs(span.attributes, consumed)
+        op = operation_of(span)
+        attrs.get("gen_ai.operation.name")
+        if op in LLM_OPS:
+            kind = "llm"
+        elif op == "execute_tool":
+            kind = "tool"
+        elif op in AGENT_OPS:
+            kind = "agent"
+        else:
+            kind = "other"
+        mapped = MappedSpan(kind=kind, name=span.name, source=NAME, operation=op, consumed=consumed)
+        mapped.provider = attrs.text("gen_ai.provider.name", "gen_ai.system")
+        mapped.agent_name = attrs.text("gen_ai.agent.name")
+        mapped.conversation_id = attrs.text("gen_ai.conversation.id")
+        mapped.error = attrs.text("error.type")
+        if span.dropped_attributes_count:
+            mapped.issues.append(
+                f"{span.dropped_attributes_count} attributes dropped by the SDK's attribute "
+                "count limit (the oldest are evicted first)"
+            )
+        if kind == "llm":
+            _map_llm(span, attrs, logs, mapped)
+        elif kind == "tool":
+            _map_tool(span, attrs, mapped)
+        elif kind == "agent":
+            mapped.name = attrs.text("gen_ai.agent.name", "gen_ai.workflow.name") or span.name
+            mapped.episode_boundary = op == "invoke_agent"
+            mapped.request_model = attrs.text("gen_ai.request.model")
+        else:
+            mapped.request_model = attrs.text("gen_ai.request.model")
+        return mapped
+
+
+def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: MappedSpan) -> None:
+    mapped.request_model = attrs.text("gen_ai.request.model")
+    mapped.response_model = attrs.text("gen_ai.response.model")
+    mapped.name = mapped.response_model or mapped.request_model or span.name
+    mapped.response_id = attrs.text("gen_ai.response.id")
+    stop = attrs.get("gen_ai.request.stop_sequences")
+    mapped.params = {
+        "temperature": attrs.float("gen_ai.request.temperature"),
+        "top_p": attrs.float("gen_ai.request.top_p"),
+        "top_k": attrs.float("gen_ai.request.top_k"),
+        "max_tokens": attrs.int("gen_ai.request.max_tokens"),
+        "seed": attrs.int("gen_ai.request.seed"),
+        "stop": [str(s) for s in stop] if isinstance(stop, list) else stop,
+        "n": attrs.int("gen_ai.request.choice.count"),
+        "frequency_penalty": attrs.float("gen_ai.request.frequency_penalty"),
+        "presence_penalty": attrs.float("gen_ai.request.presence_penalty"),
+    }
+    mapped.usage = {
+        "input_tokens": attrs.int("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+        "output_tokens": attrs.int("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+        "cache_read_tokens": attrs.int("gen_ai.usage.cache_read.input_tokens"),
+        "reasoning_tokens": attrs.int("gen_ai.usage.reasoning.output_tokens"),
+        "total_tokens": attrs.int("gen_ai.usage.total_tokens"),
+    }
+    details = next((log for log in logs if log.event_name == DETAILS_EVENT), None)
+    detail_attrs = Attrs(details.attributes, set()) if details is not None else None
+
+    versions: list[str] = []
+    # Input messages.
+    inputs = attrs.json("gen_ai.input.messages", mapped.issues)
+    instructions = attrs.json("gen_ai.system_instructions", mapped.issues)
+    if inputs is None and detail_attrs is not None:
+        inputs = detail_attrs.json("gen_ai.input.messages", mapped.issues)
+        instructions = instructions or detail_attrs.json(
+            "gen_ai.system_instructions", mapped.issues
+        )
+    if inputs is not None or instructions is not None:
+        versions.append("1.37+")
+        messages = []
+        if instructions is not None:
+            messages.append(Message(role="system", content=_join_text_parts(instructions)))
+        messages.extend(messages_from_parts(inputs or [], mapped.issues, "input"))
+        mapped.input_messages = messages
+    # Output.
+    outputs = attrs.json("gen_ai.output.messages", mapped.issues)
+    if outputs is None and detail_attrs is not None:
+        outputs = detail_attrs.json("gen_ai.output.messages", mapped.issues)
+    reasons = attrs.get("gen_ai.response.finish_reasons")
+    first_reason = reasons[0] if isinstance(reasons, list) and reasons else None
+    if outputs is not None:
+        if "1.37+" not in versions:
+            versions.append("1.37+")
+        choices = messages_from_parts(outputs, mapped.issues, "output")
+        _set_choices(mapped, choices)
+        if first_reason is None and isinstance(outputs, list) and outputs:
+            first = outputs[0]
+            first_reason = first.get("finish_reason") if isinstance(first, dict) else None
+    tools = attrs.json("gen_ai.tool.definitions", mapped.issues)
+    if tools is None and detail_attrs is not None:
+        tools = detail_attrs.json("gen_ai.tool.definitions", mapped.issues)
+    if tools is not None:
+        mapped.tools_available = tool_definitions(tools, mapped.issues)
+
+    # Older forms, only where the newer ones gave nothing.
+    legacy = [log for log in logs if log.event_name in LEGACY_MESSAGE_EVENTS]
+    choices = [log for log in logs if log.event_name == CHOICE_EVENT]
+    if mapped.input_messages is None and legacy:
+        versions.append("1.28 events")
+        mapped.input_messages = [legacy_message(log) for log in legacy]
+    if mapped.output is None and choices:
+        if "1.28 events" not in versions:
+            versions.append("1.28 events")
+        ordered = sorted(choices, key=lambda log: _int(_body(log).get("index"), 0))
+        _set_choices(mapped, [legacy_message(log) for log in ordered])
+        first_reason = first_reason or _body(ordered[0]).get("finish_reason")
+    if mapped.input_messages is None or mapped.output is None:
+        _span_event_content(span, mapped, versions)
+
+    mapped.content_truncated = bool(attrs.truncated or (detail_attrs and detail_attrs.truncated))
+    mapped.finish_reason = normalize_finish_reason(first_reason)
+    if not versions:
+        versions.append("1.37+" if "gen_ai.provider.name" in span.attributes else "≤1.36")
+    mapped.source = f"{NAME} {'+'.join(versions)}"
+
+
+def _set_choices(mapped: MappedSpan, choices: list[Message]) -> None:
+    if not choices:
+        return
+    mapped.output = choices[0]
+    mapped.alternates = choices[1:]
+    mapped.n_choices = len(choices)
+
+
+def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
+    name = attrs.text("gen_ai.tool.name")
+    if name is None and span.name.startswith("execute_tool "):
+        name = span.name[len("execute_tool ") :]
+    mapped.name = name or span.name
+    mapped.tool_name = name
+    mapped.tool_call_id = attrs.text("gen_ai.tool.call.id")
+    attrs.get("gen_ai.tool.type")
+    raw_args = span.attributes.get("gen_ai.tool.call.arguments")
+    if raw_args is not None:
+        attrs.get("gen_ai.tool.call.arguments")
+        mapped.tool_args = parse_arguments(raw_args)
+        if isinstance(mapped.tool_args, str):
+            mapped.issues.append("gen_ai.tool.call.arguments is not a JSON object; kept as text")
+    result = attrs.get("gen_ai.tool.call.result")
+    mapped.tool_result = text_of(result)
+
+
+def _body(log: LogFrame) -> dict[str, Any]:
+    return log.body if isinstance(log.body, dict) else {}
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _content_text(value: Any) -> str | None:
+    """Message content as text: strings as they are, OpenAI content arrays joined."""
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        texts = [p.get("text") or p.get("content") for p in value]
+        if all(isinstance(t, str) for t in texts):
+            return "\n".join(texts)  # type: ignore[arg-type]
+    return text_of(value)
+
+
+def _openai_tool_calls(items: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for item in items or ():
+        if not isinstance(item, dict):
+            continue
+        function = item.get("function") if isinstance(item.get("function"), dict) else item
+        calls.append(
+            ToolCall(
+                name=function.get("name"),
+                arguments=parse_arguments(function.get("arguments")),
+                id=item.get("id"),
+            )
+        )
+    return tuple(calls)
+
+
+def legacy_message(log: LogFrame) -> Message:
+    """A v1.28-style ``gen_ai.*.message`` or ``gen_ai.choice`` event as a message."""
+    body = _body(log)
+    if log.event_name == CHOICE_EVENT:
+        message = body.get("message") if isinstance(body.get("message"), dict) else {}
+        return Message(
+            role=message.get("role") or "assistant",
+            content=_content_text(message.get("content")),
+            tool_calls=_openai_tool_calls(message.get("tool_calls")),
+        )
+    role = body.get("role") or LEGACY_MESSAGE_EVENTS[log.event_name or ""]
+    return Message(
+        role=role,
+        content=_content_text(body.get("content")),
+        tool_calls=_openai_tool_calls(body.get("tool_calls")),
+        tool_call_id=body.get("id") if role == "tool" else None,
+        name=body.get("name"),
+    )
+
+
+def _join_text_parts(parts: Any) -> str | None:
+    if isinstance(parts, str):
+        return parts
+    texts = [
+        p.get("content") for p in parts or () if isinstance(p, dict) and p.get("type") == "text"
+    ]
+    return "\n".join(t for t in texts if isinstance(t, str)) if texts else None
+
+
+def messages_from_parts(items: Any, issues: list[str], where: str) -> list[Message]:
+    """Structured GenAI ``ChatMessage``/``OutputMessage`` lists as normalized messages.
+
+    A message carrying ``tool_call_response`` parts becomes one ``tool`` message per
+    response (the normalized form has one ``tool_call_id`` per message).
+    """
+    if not isinstance(items, list):
+        issues.append(f"{where} messages are a {type(items).__name__}, not a list; ignored")
+        return []
+    out: list[Message] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            issues.append(f"{where} message {index} is not an object; ignored")
+            continue
+        role = str(item.get("role") or ("assistant" if where == "output" else "user"))
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        reasoning: list[str] = []
+        responses: list[Message] = []
+        parts = item.get("parts")
+        if parts is None and "content" in item:  # tolerate the flat {role, content} form
+            parts = [{"type": "text", "content": item["content"]}]
+        for part in parts or ():
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                if part.get("content") is not None:
+                    texts.append(text_of(part.get("content")) or "")
+            elif kind == "tool_call":
+                calls.append(
+                    ToolCall(
+                        name=part.get("name"),
+                        arguments=parse_arguments(part.get("arguments")),
+                        id=part.get("id"),
+                    )
+                )
+            elif kind == "tool_call_response":
+                response = part.get("response", part.get("result"))
+                responses.append(
+                    Message(role="tool", content=text_of(response), tool_call_id=part.get("id"))
+                )
+            elif kind == "reasoning":
+                if part.get("content") is not None:
+                    reasoning.append(str(part.get("content")))
+            else:
+                issues.append(
+                    f"{where} message {index}: part type {kind!r} is not "
+                    "represented in the normalized message"
+                )
+        if responses and not texts and not calls:
+            out.extend(responses)
+            continue
+        out.append(
+            Message(
+                role=role,
+                content="\n".join(texts) if texts else None,
+                tool_calls=tuple(calls),
+                name=item.get("name"),
+                reasoning="\n".join(reasoning) if reasoning else None,
+            )
+        )
+        out.extend(responses)
+    return out
+
+
+def tool_definitions(items: Any, issues: list[str]) -> list[dict[str, Any]] | None:
+    """``gen_ai.tool.definitions`` (flat or OpenAI-nested) as dicts with the keys
+    ``type``, ``name``, ``description``, ``parameters`` (JSON text)."""
+    if not isinstance(items, list):
+        issues.append("gen_ai.tool.definitions is not a list; ignored")
+        return None
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        body = item.get("function") if isinstance(item.get("function"), dict) else item
+        parameters = body.get("parameters")
+        out.append(
+            {
+                "type": item.get("type") or "function",
+                "name": body.get("name"),
+                "description": body.get("description"),
+                "parameters": None
+                if parameters is None
+                else json.dumps(parameters, ensure_ascii=False),
+            }
+        )
+    return out
+
+
+def _loose_list(text: Any) -> list[Any] | None:
+    """v1.26 span-event payloads: JSON, or the Python-repr form the spec's example uses."""
+    if isinstance(text, list):
+        return text
+    if not isinstance(text, str):
+        return None
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            value = parse(text)
+        except (ValueError, SyntaxError):
+            continue
+        return value if isinstance(value, list) else [value]
+    return None
+
+
+def _span_event_content(span: SpanFrame, mapped: MappedSpan, versions: list[str]) -> None:
+    for event in span.events:
+        name = event.get("name")
+        attributes = event.get("attributes") or {}
+        if name == "gen_ai.content.prompt" and mapped.input_messages is None:
+            items = _loose_list(attributes.get("gen_ai.prompt"))
+            if items is None:
+                mapped.issues.append("gen_ai.content.prompt event is not parseable; ignored")
+                continue
+            mapped.input_messages = [_flat_message(m, "user") for m in items]
+            versions.append("1.26 span events")
+        elif name == "gen_ai.content.completion" and mapped.output is None:
+            items = _loose_list(attributes.get("gen_ai.completion"))
+            if items is None:
+                mapped.issues.append("gen_ai.content.completion event is not parseable; ignored")
+                continue
+            _set_choices(mapped, [_flat_message(m, "assistant") for m in items])
+            if "1.26 span events" not in versions:
+                versions.append("1.26 span events")
+
+
+def _flat_message(item: Any, default_role: str) -> Message:
+    if not isinstance(item, dict):
+        return Message(role=default_role, content=text_of(item))
+    return Message(
+        role=str(item.get("role") or default_role),
+        content=_content_text(item.get("content")),
+        tool_calls=_openai_tool_calls(item.get("tool_calls")),
+        tool_call_id=item.get("tool_call_id"),
+    )

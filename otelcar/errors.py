@@ -1,0 +1,23 @@
+"""One error hierarchy for otelcar.
+
+The library raises these; the CLI turns them into messages in one place
+(:func:`otelcar.cli.main`). Nothing returns ``None`` or an empty result to mean failure.
+"""
+
+from __future__ import annotations
+
+
+class OtelcarError(Exception):
+    """Base class of every error otelcar raises on purpose."""
+
+
+class FormatError(OtelcarError):
+    """Input bytes are not in the format they claim (or were sniffed) to be."""
+
+
+class StoreError(OtelcarError):
+    """The local store is missing, locked, corrupt or of an unknown layout."""
+
+
+class TraceNotFound(OtelcarError):
+    """No trace (or more than one trace) matches the given id or prefix."""

@@ -1,0 +1,250 @@
+"""Split OTLP dump files into raw records, sniffing the format.
+
+Supported (each optionally gzip-compressed, detected by its magic bytes):
+
+| ``--format`` | file |
+|---|---|
+| ``otlp-json`` | one ``ExportTraceServiceRequest``/``ExportLogsServiceRequest`` as OTLP/JSON |
+| ``otlp-jsonl`` | one OTLP/JSON object per line (Collector ``file`` exporter, |
+|   | Python ``FileSpanExporter``) |
+| ``otlp-proto`` | one binary export request (an OTLP/HTTP body) |
+| ``otlp-proto-stream`` | binary messages, each after a 4-byte big-endian length |
+|   | (Collector ``file`` exporter with ``format: proto``) |
+
+``auto`` (the default) sniffs: JSON starts with ``{``; a JSON file whose first line is a whole
+object is JSON lines; a protobuf request starts with ``0x0a``; a stream starts with a length.
+Records stream out one at a time, so a file is never held twice in memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from otelcar.errors import FormatError
+from otelcar.ingest.raw import FORMAT_JSON, FORMAT_PROTO, FORMAT_UNKNOWN, RawRecord
+
+FILE_FORMATS = ("auto", "otlp-json", "otlp-jsonl", "otlp-proto", "otlp-proto-stream")
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_MAX_FRAME = 1 << 30
+
+Progress = Callable[[int], None]
+
+
+def _open(path: Path) -> tuple[BinaryIO, Callable[[], int]]:
+    """Open ``path``, transparently un-gzipping; returns the stream and a position probe."""
+    raw = path.open("rb")
+    if raw.read(2) == _GZIP_MAGIC:
+        raw.seek(0)
+        return gzip.GzipFile(fileobj=raw, mode="rb"), raw.tell  # type: ignore[return-value]
+    raw.seek(0)
+    return raw, raw.tell
+
+
+def sniff(head: bytes, first_line: bytes | None = None) -> str:
+    """The file format of a (decompressed) file from its first bytes.
+
+    ``first_line`` is the file's whole first line when the caller read it (a JSON-lines
+    batch can be far longer than ``head``); by default it is taken from ``head``.
+    """
+    stripped = head.lstrip()
+    if not stripped:
+        raise FormatError("file is empty")
+    if head.startswith(_ZSTD_MAGIC):
+        raise FormatError("zstd-compressed; decompress it first (zstd -d FILE)")
+    if stripped[:1] in (b"{", b"["):
+        line = (first_line if first_line is not None else stripped.split(b"\n", 1)[0]).strip()
+        if line in (b"{", b"["):
+            return "otlp-json"
+        rest = stripped[len(line) :].strip()
+        if not rest:
+            return "otlp-json"
+        if _is_json(line):
+            return "otlp-jsonl"
+        # A broken first line: JSON lines if the next line stands on its own, else one
+        # (pretty-printed or broken) document.
+        second = rest.split(b"\n", 1)[0].strip()
+        return "otlp-jsonl" if b"\n" in rest and _is_json(second) else "otlp-json"
+    # Binary OTLP requests open with field 1 (resource_spans / resource_logs), tag 0x0a;
+    # a length-prefixed stream opens with a 4-byte length and then that same tag.
+    if head[:1] == b"\x0a":
+        return "otlp-proto"
+    if len(head) >= 5 and head[4:5] == b"\x0a" and 0 < int.from_bytes(head[:4], "big") < _MAX_FRAME:
+        return "otlp-proto-stream"
+    if _text_with_json_lines(head):
+        return "otlp-jsonl"
+    return "unknown"
+
+
+def _text_with_json_lines(head: bytes) -> bool:
+    """Text whose lines include a JSON object line: JSON lines with damaged lines in front."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # only a character cut at the end of head is fine
+            return False
+        text = head[: exc.start].decode("utf-8")
+    return any(line.lstrip().startswith('{"') for line in text.splitlines())
+
+
+def _is_json(text: bytes) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _sniff_file(path: Path) -> str:
+    """Sniff a file, reading its whole first line when it looks like JSON."""
+    stream, _ = _open(path)
+    with stream:
+        head = stream.read(65536)
+        first_line = None
+        if head.lstrip()[:1] in (b"{", b"["):
+            stream.seek(0)
+            first_line = stream.readline(_MAX_FRAME)
+            head = first_line + stream.read(65536)
+    return sniff(head, first_line)
+
+
+def read_records(
+    path: str | Path, *, format: str = "auto", progress: Progress | None = None
+) -> Iterator[RawRecord]:
+    """Yield the raw records of one file.
+
+    ``progress`` is called with the number of (on-disk) bytes consumed so far. A file whose
+    bytes fit no format yields one record of format ``unknown`` (kept with its reason).
+    """
+    if format not in FILE_FORMATS:
+        raise FormatError(f"unknown format {format!r}; valid: {', '.join(FILE_FORMATS)}")
+    path = Path(path)
+    if path.stat().st_size == 0:
+        return  # an empty file holds no record (exporters create them when idle)
+    try:
+        fmt = _sniff_file(path) if format == "auto" else format
+    except FormatError as exc:
+        with path.open("rb") as handle:
+            data = handle.read()
+        yield RawRecord(data, FORMAT_UNKNOWN, str(path), "file", note=str(exc))
+        return
+    except (OSError, EOFError) as exc:
+        yield RawRecord(
+            b"", FORMAT_UNKNOWN, str(path), "file", note=f"unreadable or corrupt: {exc}"
+        )
+        return
+    stream, position = _open(path)
+    with stream:
+        yield from _guard(_READERS[fmt](stream, str(path), position, progress), str(path))
+
+
+def _guard(records: Iterator[RawRecord], source: str) -> Iterator[RawRecord]:
+    """Turn a read error mid-file (e.g. a truncated gzip) into a kept, explained record."""
+    try:
+        yield from records
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        yield RawRecord(
+            b"", FORMAT_UNKNOWN, source, "end of file", note=f"file ends early or is corrupt: {exc}"
+        )
+
+
+def _whole_json(
+    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+) -> Iterator[RawRecord]:
+    data = stream.read()
+    if progress:
+        progress(position())
+    yield RawRecord(data, FORMAT_JSON, source, "file")
+
+
+def _json_lines(
+    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+) -> Iterator[RawRecord]:
+    for number, line in enumerate(stream, start=1):
+        line = line.strip()
+        if line:
+            yield RawRecord(line, FORMAT_JSON, source, f"line {number}")
+        if progress and number % 64 == 0:
+            progress(position())
+    if progress:
+        progress(position())
+
+
+def _whole_proto(
+    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+) -> Iterator[RawRecord]:
+    data = stream.read()
+    if progress:
+        progress(position())
+    yield RawRecord(data, FORMAT_PROTO, source, "file")
+
+
+def _whole_unknown(
+    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+) -> Iterator[RawRecord]:
+    data = stream.read()
+    if progress:
+        progress(position())
+    yield RawRecord(data, FORMAT_UNKNOWN, source, "file")
+
+
+def _proto_stream(
+    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+) -> Iterator[RawRecord]:
+    offset = 0
+    frame = 0
+    while True:
+        prefix = stream.read(4)
+        if not prefix:
+            break
+        frame += 1
+        where = f"frame {frame} at byte {offset}"
+        if len(prefix) < 4:
+            yield RawRecord(
+                prefix,
+                FORMAT_PROTO,
+                source,
+                where,
+                note=f"truncated length prefix ({len(prefix)} of 4 bytes)",
+            )
+            break
+        length = int.from_bytes(prefix, "big")
+        if length >= _MAX_FRAME:
+            rest = prefix + stream.read()
+            yield RawRecord(
+                rest,
+                FORMAT_PROTO,
+                source,
+                where,
+                note=f"length prefix {length} is implausible; rest of file kept",
+            )
+            break
+        payload = stream.read(length)
+        if len(payload) < length:
+            yield RawRecord(
+                prefix + payload,
+                FORMAT_PROTO,
+                source,
+                where,
+                note=f"truncated frame: length prefix says {length} bytes, {len(payload)} remain",
+            )
+            break
+        yield RawRecord(payload, FORMAT_PROTO, source, where)
+        offset += 4 + length
+        if progress:
+            progress(position())
+    if progress:
+        progress(position())
+
+
+_READERS = {
+    "otlp-json": _whole_json,
+    "otlp-jsonl": _json_lines,
+    "otlp-proto": _whole_proto,
+    "otlp-proto-stream": _proto_stream,
+    "unknown": _whole_unknown,
+}

@@ -1,0 +1,251 @@
+"""Decode OTLP/JSON (``ExportTraceServiceRequest`` / ``ExportLogsServiceRequest``) into frames.
+
+Pure functions, no I/O. The OTLP/JSON mapping differs from protobuf's generic JSON mapping:
+ids are hex (``google.protobuf.json_format`` would read them as base64 and corrupt them, so
+the mapping is done here by hand), 64-bit integers come as strings or numbers, enums as
+integers or names. Ids in base64 (a ``MessageToJson`` dump, not OTLP/JSON) are accepted and
+reported. Keys are accepted in lowerCamelCase and in snake_case.
+
+One bad span or log record never spoils its neighbours: it is skipped and described in
+:attr:`Decoded.problems`, and the record's raw bytes stay in the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any
+
+from otelcar.ingest.frames import (
+    SPAN_KINDS,
+    STATUS_CODES,
+    Decoded,
+    LogFrame,
+    SpanFrame,
+    normalize_id,
+)
+
+_FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _get(obj: dict[str, Any], camel: str, snake: str | None = None, default: Any = None) -> Any:
+    value = obj.get(camel)
+    if value is None and snake is not None:
+        value = obj.get(snake)
+    return default if value is None else value
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP/JSON ``AnyValue`` object as a plain Python value (bytes as base64 text)."""
+    if not isinstance(value, dict) or not value:
+        return None
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        raw = value["doubleValue"]
+        return _FLOAT_WORDS[raw] if isinstance(raw, str) and raw in _FLOAT_WORDS else float(raw)
+    if "arrayValue" in value:
+        return [any_value(v) for v in (value["arrayValue"] or {}).get("values") or ()]
+    if "kvlistValue" in value:
+        return key_values((value["kvlistValue"] or {}).get("values") or ())
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    for snake, camel in (
+        ("string_value", "stringValue"),
+        ("bool_value", "boolValue"),
+        ("int_value", "intValue"),
+        ("double_value", "doubleValue"),
+        ("array_value", "arrayValue"),
+        ("kvlist_value", "kvlistValue"),
+        ("bytes_value", "bytesValue"),
+    ):
+        if snake in value:
+            return any_value({camel: value[snake]})
+    raise ValueError(f"unknown AnyValue form with keys {sorted(value)}")
+
+
+def key_values(items: Any) -> dict[str, Any]:
+    """A list of OTLP/JSON ``KeyValue`` as a dict (later duplicates win, as in the SDK)."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        out[str(item["key"])] = any_value(item.get("value"))
+    return out
+
+
+def _int(value: Any, default: int = 0) -> int:
+    if value is None or value == "":
+        return default
+    return int(value)
+
+
+_SEVERITY_NAMES = ("UNSPECIFIED", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+
+
+def _severity(value: Any) -> int:
+    """Severity number from an int, a digit string or a name like ``SEVERITY_NUMBER_INFO2``."""
+    if value is None or isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return _int(value)
+    text = str(value).upper().removeprefix("SEVERITY_NUMBER_")
+    base = text.rstrip("0123456789")
+    if base not in _SEVERITY_NAMES:
+        raise ValueError(f"unknown severityNumber {value!r}")
+    if base == "UNSPECIFIED":
+        return 0
+    offset = int(text[len(base) :] or 1)
+    return (_SEVERITY_NAMES.index(base) - 1) * 4 + offset
+
+
+def _enum(value: Any, names: tuple[str, ...], prefix: str) -> str:
+    if value is None or value == "":
+        return names[0]
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        index = int(value)
+        return names[index] if 0 <= index < len(names) else f"{prefix}{index}"
+    text = str(value).upper()
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+class _IdReader:
+    """Reads hex ids, falling back to base64 (reported once per record)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        self.warned = False
+
+    def __call__(self, value: Any, size: int) -> str | None:
+        if not isinstance(value, str) or not value:
+            return None
+        if len(value) == 2 * size:
+            return normalize_id(value, size=size)
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) == size:
+            if not self.warned:
+                self.problems.append(
+                    "ids are base64 (protobuf's generic JSON mapping, not OTLP/JSON); "
+                    "decoded as base64"
+                )
+                self.warned = True
+            return normalize_id(raw, size=size)
+        return normalize_id(value, size=size)  # raises with a clear message
+
+
+def _events(items: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": item.get("name", ""),
+            "time_ns": _int(_get(item, "timeUnixNano", "time_unix_nano")),
+            "attributes": key_values(item.get("attributes")),
+        }
+        for item in items or ()
+    ]
+
+
+def _links(items: Any, read_id: _IdReader) -> list[dict[str, Any]]:
+    return [
+        {
+            "trace_id": read_id(_get(item, "traceId", "trace_id"), 16),
+            "span_id": read_id(_get(item, "spanId", "span_id"), 8),
+            "attributes": key_values(item.get("attributes")),
+        }
+        for item in items or ()
+    ]
+
+
+def decode_traces(obj: Any) -> Decoded:
+    """Decode one OTLP/JSON traces object (``{"resourceSpans": [...]}``)."""
+    out = Decoded()
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    read_id = _IdReader(out.problems)
+    for r_index, resource_spans in enumerate(_get(obj, "resourceSpans", "resource_spans", [])):
+        resource = key_values((resource_spans.get("resource") or {}).get("attributes"))
+        scopes = _get(resource_spans, "scopeSpans", "scope_spans", [])
+        for s_index, scope_spans in enumerate(scopes):
+            scope = scope_spans.get("scope") or {}
+            for p_index, span in enumerate(scope_spans.get("spans") or ()):
+                where = f"resourceSpans[{r_index}].scopeSpans[{s_index}].spans[{p_index}]"
+                try:
+                    out.spans.append(_span(span, resource, scope, read_id))
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    out.problems.append(f"{where}: {exc}")
+    return out
+
+
+def _span(
+    span: dict[str, Any], resource: dict[str, Any], scope: dict[str, Any], read_id: _IdReader
+) -> SpanFrame:
+    trace_id = read_id(_get(span, "traceId", "trace_id"), 16)
+    span_id = read_id(_get(span, "spanId", "span_id"), 8)
+    if trace_id is None or span_id is None:
+        raise ValueError("span has no traceId or spanId")
+    status = span.get("status") or {}
+    return SpanFrame(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=read_id(_get(span, "parentSpanId", "parent_span_id"), 8),
+        name=str(span.get("name", "")),
+        kind=_enum(span.get("kind"), SPAN_KINDS, "SPAN_KIND_"),
+        start_ns=_int(_get(span, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=_int(_get(span, "endTimeUnixNano", "end_time_unix_nano")),
+        status_code=_enum(status.get("code"), STATUS_CODES, "STATUS_CODE_"),
+        status_message=status.get("message") or None,
+        attributes=key_values(span.get("attributes")),
+        events=_events(span.get("events")),
+        links=_links(span.get("links"), read_id),
+        resource=resource,
+        scope_name=scope.get("name") or None,
+        scope_version=scope.get("version") or None,
+        dropped_attributes_count=_int(
+            _get(span, "droppedAttributesCount", "dropped_attributes_count")
+        ),
+    )
+
+
+def decode_logs(obj: Any) -> Decoded:
+    """Decode one OTLP/JSON logs object (``{"resourceLogs": [...]}``)."""
+    out = Decoded()
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    read_id = _IdReader(out.problems)
+    for r_index, resource_logs in enumerate(_get(obj, "resourceLogs", "resource_logs", [])):
+        resource = key_values((resource_logs.get("resource") or {}).get("attributes"))
+        for s_index, scope_logs in enumerate(_get(resource_logs, "scopeLogs", "scope_logs", [])):
+            scope = scope_logs.get("scope") or {}
+            records = _get(scope_logs, "logRecords", "log_records", [])
+            for l_index, record in enumerate(records):
+                where = f"resourceLogs[{r_index}].scopeLogs[{s_index}].logRecords[{l_index}]"
+                try:
+                    out.logs.append(_log(record, resource, scope, read_id))
+                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                    out.problems.append(f"{where}: {exc}")
+    return out
+
+
+def _log(
+    record: dict[str, Any], resource: dict[str, Any], scope: dict[str, Any], read_id: _IdReader
+) -> LogFrame:
+    attributes = key_values(record.get("attributes"))
+    event_name = _get(record, "eventName", "event_name") or attributes.get("event.name")
+    time_ns = _int(_get(record, "timeUnixNano", "time_unix_nano")) or None
+    observed = _int(_get(record, "observedTimeUnixNano", "observed_time_unix_nano")) or None
+    return LogFrame(
+        trace_id=read_id(_get(record, "traceId", "trace_id"), 16),
+        span_id=read_id(_get(record, "spanId", "span_id"), 8),
+        time_ns=time_ns,
+        observed_time_ns=observed,
+        event_name=event_name if isinstance(event_name, str) and event_name else None,
+        body=any_value(record.get("body")),
+        attributes=attributes,
+        severity_number=_severity(_get(record, "severityNumber", "severity_number")),
+        severity_text=_get(record, "severityText", "severity_text") or None,
+        resource=resource,
+        scope_name=scope.get("name") or None,
+    )

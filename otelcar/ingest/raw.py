@@ -1,0 +1,86 @@
+"""Raw records: the verbatim unit the store keeps, and how one is decoded.
+
+A :class:`RawRecord` is one OTLP export request as it arrived: one line of a JSON-lines
+file, one frame of a length-prefixed protobuf stream, a whole single-message file, or the
+body of one receiver request. It is stored byte-for-byte before anything is derived from
+it, so :func:`decode_record` can be run again by a newer otelcar (``otelcar reindex``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from otelcar.errors import FormatError
+from otelcar.ingest import otlp_json, otlp_proto
+from otelcar.ingest.frames import Decoded
+
+FORMAT_JSON = "otlp-json"
+FORMAT_PROTO = "otlp-proto"
+FORMAT_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """One verbatim record and where it came from.
+
+    ``note`` is set when the record could not even be framed (e.g. a truncated stream
+    frame): it is then kept unparsed with that reason.
+    """
+
+    payload: bytes
+    format: str
+    source: str
+    position: str
+    signal: str | None = None
+    note: str | None = None
+
+    @cached_property
+    def record_id(self) -> str:
+        """Content hash (sha256 hex) used to recognise a record imported before."""
+        return hashlib.sha256(self.payload).hexdigest()
+
+
+def decode_record(record: RawRecord) -> tuple[Decoded, str | None]:
+    """Decode a record into frames; returns ``(decoded, signal)``.
+
+    Raises :class:`FormatError` with a reason when the record is not decodable at all.
+    Problems inside a decodable record (one bad span) are in ``decoded.problems``.
+    """
+    if record.note:
+        raise FormatError(record.note)
+    if record.format == FORMAT_JSON:
+        return _decode_json(record.payload)
+    if record.format == FORMAT_PROTO:
+        signal = record.signal or otlp_proto.detect_signal(record.payload) or "traces"
+        if signal == "logs":
+            return otlp_proto.decode_logs(record.payload), "logs"
+        return otlp_proto.decode_traces(record.payload), "traces"
+    raise FormatError(f"unrecognised format ({_describe(record.payload)})")
+
+
+def _decode_json(payload: bytes) -> tuple[Decoded, str | None]:
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FormatError(f"invalid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FormatError(f"JSON is a {type(obj).__name__}, not an OTLP export object")
+    if "resourceSpans" in obj or "resource_spans" in obj:
+        return otlp_json.decode_traces(obj), "traces"
+    if "resourceLogs" in obj or "resource_logs" in obj:
+        return otlp_json.decode_logs(obj), "logs"
+    if "resourceMetrics" in obj or "resource_metrics" in obj:
+        raise FormatError("OTLP metrics are not traces or logs; kept, not mapped")
+    keys = ", ".join(sorted(obj)[:5]) or "none"
+    raise FormatError(
+        f"JSON object has no resourceSpans or resourceLogs (keys: {keys}); "
+        "not OTLP/JSON (console, Jaeger and Zipkin dumps are different formats)"
+    )
+
+
+def _describe(payload: bytes) -> str:
+    head = payload[:16]
+    return f"{len(payload)} bytes starting {head.hex(' ')}" if payload else "empty"

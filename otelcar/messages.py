@@ -1,0 +1,149 @@
+"""The normalized message: the one shape every dialect maps into and every policy maps out of.
+
+A message is ``{role, content, tool_calls, tool_call_id, name, reasoning}`` (DESIGN.md §4):
+
+- ``role``: ``system`` | ``user`` | ``assistant`` | ``tool`` | any other string (an agent name
+  in multi-agent logs);
+- ``content``: the text, or ``None`` when there is none or it was not captured;
+- ``tool_calls``: the calls an assistant message requests, each ``{id, name, arguments}``
+  where ``arguments`` is a JSON object when the model's arguments parsed as one, else the
+  raw string exactly as recorded (invalid or truncated JSON stays a string);
+- ``tool_call_id``: on a ``tool`` message, the id of the call it answers;
+- ``name``: an optional participant name;
+- ``reasoning``: reasoning text the provider returned separately, if any.
+
+In a Polars table the message is a struct (:data:`MESSAGE_DTYPE`) whose ``arguments`` field
+is JSON text: ``{"a": 1}`` for an object, ``"{\\"a\\": 1"`` (a JSON string literal) for a raw
+string, so the object/string distinction survives the round trip.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+Arguments = dict[str, Any] | str | None
+
+TOOL_CALL_DTYPE = pl.Struct({"id": pl.String, "name": pl.String, "arguments": pl.String})
+MESSAGE_DTYPE = pl.Struct(
+    {
+        "role": pl.String,
+        "content": pl.String,
+        "tool_calls": pl.List(TOOL_CALL_DTYPE),
+        "tool_call_id": pl.String,
+        "name": pl.String,
+        "reasoning": pl.String,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call requested by an assistant message."""
+
+    name: str | None
+    arguments: Arguments = None
+    id: str | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": encode_arguments(self.arguments)}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ToolCall:
+        return cls(
+            name=row.get("name"), arguments=decode_arguments(row.get("arguments")), id=row.get("id")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One normalized chat message (see the module docstring for the contract)."""
+
+    role: str
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+
+    def has_content(self) -> bool:
+        """True when the message carries any captured content (text, arguments, reasoning)."""
+        if self.content is not None or self.reasoning is not None:
+            return True
+        return any(call.arguments is not None for call in self.tool_calls)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": [call.to_row() for call in self.tool_calls],
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "reasoning": self.reasoning,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict with ``arguments`` decoded (``schemas/message.schema.json``)."""
+        return {
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ],
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "reasoning": self.reasoning,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Message:
+        return cls(
+            role=row["role"],
+            content=row.get("content"),
+            tool_calls=tuple(ToolCall.from_row(c) for c in row.get("tool_calls") or ()),
+            tool_call_id=row.get("tool_call_id"),
+            name=row.get("name"),
+            reasoning=row.get("reasoning"),
+        )
+
+
+def parse_arguments(value: Any) -> Arguments:
+    """Normalize recorded tool-call arguments.
+
+    A dict stays a dict; a string holding a JSON object becomes that object; any other
+    string (invalid, truncated, or JSON that is not an object) stays the raw string;
+    other JSON values are kept as their JSON text.
+    """
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, dict) else value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def encode_arguments(arguments: Arguments) -> str | None:
+    """Arguments as JSON text for a table cell (object → object text, raw str → string literal)."""
+    if arguments is None:
+        return None
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def decode_arguments(text: str | None) -> Arguments:
+    """Inverse of :func:`encode_arguments`."""
+    if text is None:
+        return None
+    return json.loads(text)
+
+
+def text_of(value: Any) -> str | None:
+    """A recorded content value as the text a model saw: strings as they are, else JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,197 @@
+"""Terminal rendering (rich) of traces, steps and import reports. Presentation only."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import polars as pl
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from otelcar.messages import decode_arguments
+from otelcar.store.report import ImportReport
+
+KIND_STYLE = {"llm": "bold cyan", "tool": "bold green", "agent": "bold magenta", "other": "dim"}
+
+
+def _clip(text: str | None, limit: int) -> str:
+    if text is None:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _time(ns: int | None) -> str:
+    if ns is None:
+        return "?"
+    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(start: int | None, end: int | None) -> str:
+    if start is None or end is None:
+        return "?"
+    ms = (end - start) / 1e6
+    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
+
+
+def _args(text: str | None) -> str:
+    value = decode_arguments(text)
+    if value is None:
+        return "…"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+    return value
+
+
+def _calls(message: dict[str, Any] | None) -> str:
+    calls = (message or {}).get("tool_calls") or []
+    return ", ".join(f"{c['name']}({_args(c['arguments'])})" for c in calls)
+
+
+def step_summary(row: dict[str, Any], limit: int = 90) -> str:
+    """A one-line gist of a step: what went in and what came out."""
+    if row["kind"] == "llm":
+        if not row["content_captured"]:
+            calls = _calls(row["output"])
+            return "[content not captured]" + (f" → {calls}" if calls else "")
+        output = row["output"]
+        if output and output.get("tool_calls"):
+            return _clip("→ " + _calls(output), limit)
+        return _clip("→ " + ((output or {}).get("content") or ""), limit)
+    if row["kind"] == "tool":
+        if not row["content_captured"]:
+            return "[content not captured]"
+        result = row["tool_result"]
+        return _clip(
+            f"({_args(row['tool_args'])}) → {result if result is not None else '…'}", limit
+        )
+    return ""
+
+
+def traces_table(traces: pl.DataFrame) -> Table:
+    table = Table(title=f"{traces.height} traces", header_style="bold")
+    for column in (
+        "trace id",
+        "service",
+        "start (UTC)",
+        "dur",
+        "steps",
+        "llm",
+        "tool",
+        "errors",
+        "dialect",
+        "content",
+        "issues",
+    ):
+        table.add_column(column, no_wrap=column in ("trace id", "start (UTC)"))
+    for row in traces.iter_rows(named=True):
+        table.add_row(
+            row["trace_id"],
+            row["service"] or "",
+            _time(row["start_ns"]),
+            _duration(row["start_ns"], row["end_ns"]),
+            str(row["n_steps"]),
+            str(row["n_llm"]),
+            str(row["n_tool"]),
+            Text(str(row["n_errors"]), style="red" if row["n_errors"] else ""),
+            ", ".join(row["dialects"] or []),
+            row["content_captured"],
+            str(row["n_issues"]) if row["n_issues"] else "",
+        )
+    return table
+
+
+def steps_table(summary: dict[str, Any], steps: pl.DataFrame) -> Table:
+    title = (
+        f"trace {summary['trace_id']} · {summary['service'] or '?'} · "
+        f"{_time(summary['start_ns'])} UTC · {summary['n_steps']} steps"
+    )
+    table = Table(title=title, header_style="bold", expand=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    table.add_column("dur", justify="right", no_wrap=True)
+    table.add_column("tok in/out", justify="right", no_wrap=True)
+    table.add_column("what happened", ratio=1)
+    for row in steps.iter_rows(named=True):
+        usage = row["usage"] or {}
+        tokens = ""
+        if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
+            tokens = f"{usage.get('input_tokens') or 0}/{usage.get('output_tokens') or 0}"
+        name = row["name"] or ""
+        if row["synthesized"]:
+            name += " (synth)"
+        gist = Text(step_summary(row))
+        if row["status"] == "ERROR":
+            gist = Text(f"ERROR {row['error'] or ''} ", style="red") + gist
+        if row["issues"]:
+            gist.append(f"  [{len(row['issues'])} issue(s)]", style="yellow")
+        table.add_row(
+            str(row["step"]),
+            Text(row["kind"], style=KIND_STYLE.get(row["kind"], "")),
+            name,
+            row["agent_name"] or "",
+            _duration(row["start_ns"], row["end_ns"]),
+            tokens,
+            gist,
+        )
+    return table
+
+
+def step_details(row: dict[str, Any]) -> Panel:
+    """Every message, call, result and issue of one step."""
+    parts: list[Any] = []
+    if row["kind"] == "llm":
+        for index, message in enumerate(row["input_messages"] or []):
+            head = f"[{index}] {message['role']}"
+            if message.get("tool_call_id"):
+                head += f" (answers {message['tool_call_id']})"
+            parts.append(Text(head, style="bold"))
+            if message.get("content") is not None:
+                parts.append(Text(message["content"]))
+            if message.get("tool_calls"):
+                parts.append(Text("calls " + _calls(message), style="green"))
+        output = row["output"]
+        parts.append(Text(f"→ output ({row['finish_reason'] or '?'})", style="bold cyan"))
+        if output:
+            if output.get("content") is not None:
+                parts.append(Text(output["content"]))
+            if output.get("tool_calls"):
+                parts.append(Text("calls " + _calls(output), style="green"))
+    elif row["kind"] == "tool":
+        parts.append(
+            Text(
+                f"call id {row['tool_call_id'] or '?'}"
+                + (" (linked by name and order)" if row["link_inferred"] else "")
+                + (
+                    f", requested by step {row['call_step']}"
+                    if row["call_step"] is not None
+                    else ""
+                )
+            )
+        )
+        parts.append(Text("arguments " + _args(row["tool_args"]), style="green"))
+        parts.append(
+            Text(
+                "result "
+                + (row["tool_result"] if row["tool_result"] is not None else "(not recorded)")
+            )
+        )
+    for issue in row["issues"] or []:
+        parts.append(Text("issue: " + issue, style="yellow"))
+    title = f"step {row['step']} · {row['kind']} · {row['name']}"
+    return Panel(
+        Group(*parts) if parts else Text("(nothing recorded)"), title=title, title_align="left"
+    )
+
+
+def import_report(console: Console, report: ImportReport) -> None:
+    style = "green" if report.ok and not report.unparsed else "yellow" if report.ok else "red"
+    console.print(Text(report.headline(), style=style))
+    for line in report.details():
+        console.print(Text(line))

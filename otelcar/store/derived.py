@@ -1,0 +1,158 @@
+"""Derived tables of a store: records, spans, logs, steps (Parquet parts) and the trace index.
+
+Everything here can be rebuilt from the raw segments (``otelcar reindex``). Each
+materialization is one *build* that writes ``{records,spans,logs,steps}/build-NNNNNN.parquet``;
+``traces.parquet`` names, per trace, the build holding its current steps; ``state.json``
+records how far each raw segment has been materialized. ``state.json`` is written last, so a
+build interrupted by a crash is simply redone (its part files are overwritten).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from otelcar.errors import StoreError
+from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.schema import LOGS_SCHEMA, RECORDS_SCHEMA, SPANS_SCHEMA, STEPS_SCHEMA, TRACES_SCHEMA
+from otelcar.store.tables import (
+    log_from_row,
+    span_from_row,
+    write_json_atomic,
+    write_parquet_atomic,
+)
+
+LAYOUT_VERSION = 1
+STEPS_PART_SCHEMA = pl.Schema({**STEPS_SCHEMA, "build_id": pl.Int64})
+TABLES = {
+    "records": RECORDS_SCHEMA,
+    "spans": SPANS_SCHEMA,
+    "logs": LOGS_SCHEMA,
+    "steps": STEPS_PART_SCHEMA,
+}
+
+
+@dataclass(slots=True)
+class BuildState:
+    """Progress of materialization (``state.json``)."""
+
+    materialized: dict[str, int] = field(default_factory=dict)
+    next_build: int = 1
+    next_seq: int = 0
+
+
+class DerivedTables:
+    """The derived tables under one directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.state = self._load_state()
+
+    # -- state -------------------------------------------------------------------------
+    def _load_state(self) -> BuildState:
+        path = self.directory / "state.json"
+        if not path.exists():
+            return BuildState()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise StoreError(f"{path} is corrupt ({exc}); run `otelcar reindex`") from None
+        if data.get("layout") != LAYOUT_VERSION:
+            raise StoreError(
+                f"{path}: store layout {data.get('layout')!r} is not "
+                f"{LAYOUT_VERSION}; run `otelcar reindex` with this otelcar"
+            )
+        return BuildState(
+            dict(data["materialized"]), int(data["next_build"]), int(data["next_seq"])
+        )
+
+    def save_state(self) -> None:
+        write_json_atomic(
+            {
+                "layout": LAYOUT_VERSION,
+                "materialized": self.state.materialized,
+                "next_build": self.state.next_build,
+                "next_seq": self.state.next_seq,
+            },
+            self.directory / "state.json",
+        )
+
+    # -- parts -------------------------------------------------------------------------
+    def part_path(self, table: str, build_id: int) -> Path:
+        return self.directory / table / f"build-{build_id:06d}.parquet"
+
+    def parts(self, table: str, *, before: int | None = None) -> list[Path]:
+        folder = self.directory / table
+        paths = sorted(folder.glob("build-*.parquet")) if folder.exists() else []
+        if before is not None:
+            paths = [p for p in paths if int(p.stem[len("build-") :]) < before]
+        return paths
+
+    def write_part(self, table: str, build_id: int, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            frame = pl.DataFrame(rows, schema=TABLES[table])
+            write_parquet_atomic(frame, self.part_path(table, build_id))
+
+    def scan(self, table: str, *, before: int | None = None) -> pl.LazyFrame:
+        paths = self.parts(table, before=before)
+        if not paths:
+            return pl.LazyFrame(schema=TABLES[table])
+        return pl.scan_parquet(paths, schema=TABLES[table])
+
+    # -- the trace index ---------------------------------------------------------------
+    def traces(self) -> pl.DataFrame:
+        path = self.directory / "traces.parquet"
+        if not path.exists():
+            return pl.DataFrame(schema=TRACES_SCHEMA)
+        return pl.read_parquet(path, schema=TRACES_SCHEMA)
+
+    def write_traces(self, df: pl.DataFrame) -> None:
+        write_parquet_atomic(
+            df.sort("start_ns", "trace_id", nulls_last=True), self.directory / "traces.parquet"
+        )
+
+    def record_ids(self) -> set[str]:
+        return set(self.scan("records").select("record_id").collect()["record_id"].to_list())
+
+    # -- loading frames back -------------------------------------------------------------
+    def load_spans(self, trace_ids: Iterable[str], *, before: int) -> list[SpanFrame]:
+        ids = list(trace_ids)
+        if not ids:
+            return []
+        rows = self.scan("spans", before=before).filter(pl.col("trace_id").is_in(ids)).collect()
+        return [span_from_row(row) for row in rows.iter_rows(named=True)]
+
+    def load_logs(self, trace_ids: Iterable[str], *, before: int) -> list[LogFrame]:
+        ids = list(trace_ids)
+        if not ids:
+            return []
+        rows = self.scan("logs", before=before).filter(pl.col("trace_id").is_in(ids)).collect()
+        return [log_from_row(row) for row in rows.iter_rows(named=True)]
+
+    # -- steps ---------------------------------------------------------------------------
+    def steps(self, trace_ids: list[str] | None = None) -> pl.DataFrame:
+        """Current steps of the given traces (all when ``None``), ordered by trace and step."""
+        index = self.traces().filter(pl.col("n_steps") > 0).select("trace_id", "build_id")
+        if trace_ids is not None:
+            index = index.filter(pl.col("trace_id").is_in(trace_ids))
+        if index.is_empty():
+            return pl.DataFrame(schema=STEPS_SCHEMA)
+        builds = sorted(set(index["build_id"].to_list()))
+        paths = [self.part_path("steps", b) for b in builds]
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise StoreError(f"steps part {missing[0]} is missing; run `otelcar reindex`")
+        steps = (
+            pl.scan_parquet(paths, schema=STEPS_PART_SCHEMA)
+            .join(index.lazy(), on=["trace_id", "build_id"], how="semi")
+            .drop("build_id")
+            .sort("trace_id", "step")
+            .collect()
+        )
+        return steps

@@ -1,0 +1,344 @@
+"""The embedded store: raw records kept verbatim, spans and steps as Parquet, a trace index.
+
+Layout (``$OTELCAR_HOME`` or ``./.otelcar``)::
+
+    STORE                   {"layout": 1}
+    lock                    writers hold an exclusive flock on it
+    raw/segment-*.ocr       append-only framed records (see segments.py); raw/quarantine/
+    derived/                rebuildable tables (see derived.py)
+
+Writers (``import``, the receiver, ``reindex``) take the lock; readers never block: every
+derived file is replaced atomically. Raw records are deduplicated by content hash, so
+importing the same file twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import polars as pl
+
+from otelcar.config import default_store_path
+from otelcar.errors import FormatError, StoreError, TraceNotFound
+from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.ingest.raw import RawRecord, decode_record
+from otelcar.schema import TRACES_SCHEMA
+from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
+from otelcar.store.report import ImportReport, RecordProblem
+from otelcar.store.segments import SegmentLog, StoredFrame
+from otelcar.store.tables import log_row, span_row
+from otelcar.trajectory import build_traces
+
+LAYOUT = 1
+BUILD_LIMIT_BYTES = 64 * 1024 * 1024
+LOCK_TIMEOUT_S = 30.0
+MAX_PROBLEMS_PER_RECORD = 5
+
+Progress = Callable[[int], None]
+
+
+class Store:
+    """A local otelcar store. ``Store()`` opens (creating if needed) the default one."""
+
+    def __init__(self, root: str | Path | None = None, *, create: bool = True) -> None:
+        self.root = Path(root) if root is not None else default_store_path()
+        marker = self.root / "STORE"
+        if not marker.exists():
+            if not create:
+                raise StoreError(f"no otelcar store at {self.root} (import something first)")
+            self.root.mkdir(parents=True, exist_ok=True)
+            marker.write_text(json.dumps({"layout": LAYOUT}) + "\n", encoding="utf-8")
+        else:
+            try:
+                layout = json.loads(marker.read_text(encoding="utf-8")).get("layout")
+            except ValueError:
+                layout = None
+            if layout != LAYOUT:
+                raise StoreError(f"{marker}: unknown store layout {layout!r}")
+        self.raw = SegmentLog(self.root / "raw")
+        self.derived = DerivedTables(self.root / "derived")
+
+    # -- locking -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Exclusive writer lock (waits up to ``timeout_s``)."""
+        path = self.root / "lock"
+        with path.open("a+") as handle:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        handle.seek(0)
+                        holder = handle.read().strip() or "another process"
+                        raise StoreError(f"store {self.root} is locked by {holder}") from None
+                    time.sleep(0.1)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}\n")
+            handle.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- writing -----------------------------------------------------------------------------
+    def import_records(
+        self, records: Iterable[RawRecord], *, progress: Progress | None = None
+    ) -> ImportReport:
+        """Store records durably (skipping ones already stored) and derive their steps.
+
+        ``progress`` is called with the number of records handled so far.
+        """
+        report = ImportReport()
+        with self.lock():
+            report.merge(self._recover_and_catch_up())
+            known = self.derived.record_ids()
+            batch: list[RawRecord] = []
+            size = 0
+            for seen, record in enumerate(records, start=1):
+                if record.record_id in known:
+                    report.records += 1  # the builds count every other record
+                    report.duplicates += 1
+                else:
+                    known.add(record.record_id)
+                    batch.append(record)
+                    size += len(record.payload)
+                if size >= BUILD_LIMIT_BYTES:
+                    self.raw.append(batch)
+                    report.merge(self._materialize(self.derived, known=set()))
+                    batch, size = [], 0
+                if progress:
+                    progress(seen)
+            if batch:
+                self.raw.append(batch)
+                report.merge(self._materialize(self.derived, known=set()))
+        return report
+
+    def catch_up(self) -> ImportReport:
+        """Materialize raw records not yet derived (after a crash or from the receiver)."""
+        with self.lock():
+            return self._recover_and_catch_up()
+
+    def _recover_and_catch_up(self) -> ImportReport:
+        report = ImportReport()
+        for item in self.raw.recover():
+            report.quarantined.append(
+                f"{item.length} bytes of {item.segment} at offset "
+                f"{item.offset} ({item.reason}) → {item.path}"
+            )
+        pending = self._materialize(self.derived, known=self.derived.record_ids())
+        pending.records = 0  # caught-up records were counted when they arrived
+        report.merge(pending)
+        return report
+
+    def reindex(self, *, progress: Progress | None = None) -> ImportReport:
+        """Rebuild every derived table from the raw records (with the current mappers)."""
+        with self.lock():
+            report = ImportReport()
+            for item in self.raw.recover():
+                report.quarantined.append(f"{item.segment}@{item.offset}: {item.reason}")
+            target = self.root / "derived.new"
+            shutil.rmtree(target, ignore_errors=True)
+            fresh = DerivedTables(target)
+            report.merge(self._materialize(fresh, known=set(), progress=progress))
+            report.records = report.imported + report.duplicates + len(report.unparsed)
+            old = self.root / "derived.old"
+            shutil.rmtree(old, ignore_errors=True)
+            if (self.root / "derived").exists():
+                os.replace(self.root / "derived", old)
+            os.replace(target, self.root / "derived")
+            shutil.rmtree(old, ignore_errors=True)
+            self.derived = DerivedTables(self.root / "derived")
+            return report
+
+    def _pending(self, derived: DerivedTables) -> Iterator[StoredFrame]:
+        for segment in self.raw.segments():
+            start = derived.state.materialized.get(segment, 0)
+            if start < self.raw.size(segment):
+                yield from self.raw.read(segment, start)
+
+    def _materialize(
+        self, derived: DerivedTables, *, known: set[str], progress: Progress | None = None
+    ) -> ImportReport:
+        """Derive tables for every raw frame past ``derived``'s state, in bounded builds.
+
+        ``known`` holds record ids already derived (a frame with one is a duplicate).
+        """
+        report = ImportReport()
+        batch: list[StoredFrame] = []
+        size = 0
+        done = 0
+        for frame in self._pending(derived):
+            batch.append(frame)
+            size += frame.length
+            if size >= BUILD_LIMIT_BYTES:
+                report.merge(self._build(derived, batch, known))
+                done += len(batch)
+                batch, size = [], 0
+                if progress:
+                    progress(done)
+        if batch:
+            report.merge(self._build(derived, batch, known))
+            if progress:
+                progress(done + len(batch))
+        return report
+
+    def _build(
+        self, derived: DerivedTables, frames: list[StoredFrame], known: set[str]
+    ) -> ImportReport:
+        report = ImportReport()
+        state = derived.state
+        build_id = state.next_build
+        seq = state.next_seq
+        record_rows: list[dict] = []
+        spans: list[SpanFrame] = []
+        logs: list[LogFrame] = []
+        for frame in frames:
+            record = frame.record
+            record_id = record.record_id
+            row = {
+                "record_id": record_id,
+                "segment": frame.segment,
+                "offset": frame.offset,
+                "length": frame.length,
+                "format": record.format,
+                "signal": record.signal,
+                "source": record.source,
+                "position": record.position,
+                "status": "imported",
+                "reason": None,
+                "n_spans": 0,
+                "n_logs": 0,
+                "n_rejected": 0,
+                "received_ns": frame.received_ns,
+                "build_id": build_id,
+            }
+            report.records += 1
+            if record_id in known:
+                row["status"] = "duplicate"
+                report.duplicates += 1
+                record_rows.append(row)
+                continue
+            known.add(record_id)
+            try:
+                decoded, signal = decode_record(record)
+            except FormatError as exc:
+                row["status"], row["reason"] = "unparsed", str(exc)
+                report.unparsed.append(RecordProblem(record.source, record.position, str(exc)))
+                record_rows.append(row)
+                continue
+            for item in [*decoded.spans, *decoded.logs]:
+                item.seq = seq
+                item.record_id = record_id
+                seq += 1
+            spans.extend(decoded.spans)
+            logs.extend(decoded.logs)
+            row.update(
+                signal=signal,
+                n_spans=len(decoded.spans),
+                n_logs=len(decoded.logs),
+                n_rejected=len(decoded.problems),
+            )
+            report.imported += 1
+            report.spans += len(decoded.spans)
+            report.logs += len(decoded.logs)
+            report.rejected_items += len(decoded.problems)
+            if decoded.problems:
+                shown = decoded.problems[:MAX_PROBLEMS_PER_RECORD]
+                more = len(decoded.problems) - len(shown)
+                reason = "; ".join(shown) + (f"; … {more} more" if more else "")
+                row["status"], row["reason"] = "partial", reason
+                report.partial.append(RecordProblem(record.source, record.position, reason))
+            record_rows.append(row)
+
+        index = derived.traces()
+        affected = {s.trace_id for s in spans} | {log.trace_id for log in logs if log.trace_id}
+        report.logs_without_trace = sum(1 for log in logs if not log.trace_id)
+        indexed = set(index["trace_id"].to_list())
+        earlier = affected & indexed
+        report.traces = affected
+        report.new_traces = len(affected - indexed)
+        all_spans = derived.load_spans(earlier, before=build_id) + spans
+        all_logs = derived.load_logs(earlier, before=build_id) + logs
+
+        derived.write_part("records", build_id, record_rows)
+        derived.write_part("spans", build_id, [span_row(s) for s in spans])
+        derived.write_part("logs", build_id, [log_row(r) for r in logs])
+
+        step_rows: list[dict] = []
+        summaries: list[dict] = []
+        for built in build_traces(all_spans, all_logs, affected):
+            for step in built.steps:
+                step["build_id"] = build_id
+            step_rows.extend(built.steps)
+            summaries.append({**built.summary, "build_id": build_id})
+        if step_rows:
+            derived.write_part("steps", build_id, step_rows)
+        if affected:
+            updated = pl.concat(
+                [
+                    index.filter(~pl.col("trace_id").is_in(list(affected))),
+                    pl.DataFrame(summaries, schema=TRACES_SCHEMA),
+                ]
+            )
+            derived.write_traces(updated)
+        for frame in frames:
+            end = frame.offset + frame.length
+            if end > state.materialized.get(frame.segment, 0):
+                state.materialized[frame.segment] = end
+        state.next_build = build_id + 1
+        state.next_seq = seq
+        derived.save_state()
+        return report
+
+    # -- reading -----------------------------------------------------------------------------
+    def traces(self) -> pl.DataFrame:
+        """The trace index (:data:`otelcar.schema.TRACES_SCHEMA`), oldest first."""
+        return self.derived.traces()
+
+    def resolve(self, prefix: str) -> str:
+        """The full trace id matching a unique (case-insensitive) prefix."""
+        text = prefix.strip().lower()
+        if not text:
+            raise TraceNotFound("empty trace id")
+        ids = self.traces()["trace_id"]
+        matches = ids.filter(ids.str.starts_with(text)).to_list()
+        if not matches:
+            raise TraceNotFound(f"no trace id starts with {prefix!r} in {self.root}")
+        if len(matches) > 1:
+            shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
+            raise TraceNotFound(f"{prefix!r} matches {len(matches)} traces: {shown}")
+        return matches[0]
+
+    def steps(self, trace_id: str | None = None) -> pl.DataFrame:
+        """Steps of one trace (id or unique prefix), or of every trace when ``None``."""
+        if trace_id is None:
+            return self.derived.steps()
+        return self.derived.steps([self.resolve(trace_id)])
+
+    def spans(self, trace_id: str) -> pl.DataFrame:
+        """Every stored span occurrence of one trace (duplicates included)."""
+        full = self.resolve(trace_id)
+        return self.derived.scan("spans").filter(pl.col("trace_id") == full).sort("seq").collect()
+
+    def logs(self, trace_id: str) -> pl.DataFrame:
+        """Every stored log record of one trace."""
+        full = self.resolve(trace_id)
+        return self.derived.scan("logs").filter(pl.col("trace_id") == full).sort("seq").collect()
+
+    def records(self) -> pl.DataFrame:
+        """One row per raw record: where it came from, its status and reason."""
+        return self.derived.scan("records").sort("build_id", "segment", "offset").collect()
+
+
+__all__ = ["STEPS_PART_SCHEMA", "ImportReport", "Store"]

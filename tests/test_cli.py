@@ -1,0 +1,129 @@
+"""The CLI end to end (click's CliRunner), JSON outputs validated against schemas/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from otelcar import STEPS_SCHEMA
+from otelcar.cli import cli
+from tests.conftest import BAD, NEW_CONTENT, OTLP
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _schema(name: str) -> dict:
+    return json.loads((ROOT / "schemas" / name).read_text())
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    registry = jsonschema.validators.Draft202012Validator  # noqa: F841 - for readability
+    message = _schema("message.schema.json")
+    resolver_store = {"message.schema.json": message, "otelcar/message.schema.json": message}
+    from referencing import Registry, Resource
+
+    resources = [(uri, Resource.from_contents(doc)) for uri, doc in resolver_store.items()]
+    return jsonschema.Draft202012Validator(
+        _schema(name), registry=Registry().with_resources(resources)
+    )
+
+
+@pytest.fixture
+def run(tmp_path: Path):
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(
+            cli, ["--store", str(tmp_path / "store"), *args], catch_exceptions=False
+        )
+
+    return invoke
+
+
+def test_import_list_show(run, tmp_path: Path):
+    result = run("import", str(OTLP))
+    assert result.exit_code == 0, result.output
+    assert "kept unparsed" in result.output.splitlines()[0]
+
+    listing = run("traces", "--json")
+    traces = json.loads(listing.output)
+    _validator("traces-list.schema.json").validate(traces)
+    assert len(traces) == 6
+    new = next(t for t in traces if t["trace_id"] == NEW_CONTENT)
+    assert (new["n_steps"], new["n_llm"], new["n_tool"], new["content_captured"]) == (
+        7,
+        3,
+        3,
+        "yes",
+    )
+    assert new["service"] == "refund-agent"
+
+    shown = run("show", NEW_CONTENT[:8], "--json")
+    data = json.loads(shown.output)
+    _validator("show.schema.json").validate(data)
+    assert [s["kind"] for s in data["steps"]] == [
+        "agent",
+        "llm",
+        "tool",
+        "tool",
+        "llm",
+        "tool",
+        "llm",
+    ]
+    assert data["steps"][2]["tool_args"] == {"order_id": "A-1001"}
+
+    table = run("show", NEW_CONTENT[:8])
+    assert "lookup_order" in table.output and "get_refund_policy" in table.output
+    full = run("show", NEW_CONTENT[:8], "--full")
+    assert "I want a refund for order A-1001" in full.output
+
+    parquet = tmp_path / "steps.parquet"
+    run("show", NEW_CONTENT, "--parquet", str(parquet))
+    frame = pl.read_parquet(parquet)
+    assert frame.schema == STEPS_SCHEMA and frame.height == 7
+
+    human = run("traces")
+    assert NEW_CONTENT in human.output and "refund-agent" in human.output
+
+
+def test_exit_codes_and_error_messages(run):
+    bad = run("import", str(BAD / "garbage.pb"))
+    assert bad.exit_code == 1
+    assert "0 imported, 1 kept unparsed: 1× unrecognised format" in bad.output
+    run("import", str(OTLP / "new_content.traces.jsonl"))
+    missing = run("show", "ffff")
+    assert missing.exit_code == 2
+    assert "error: no trace id starts with 'ffff'" in missing.output
+    nofile = run("import", "/nonexistent/dump.jsonl")
+    assert nofile.exit_code == 2 and "no such file" in nofile.output
+
+
+def test_records_and_reindex(run):
+    run("import", str(BAD / "truncated_line.traces.jsonl"))
+    records = json.loads(run("records", "--json").output)
+    assert [r["status"] for r in records] == ["imported", "unparsed", "imported"]
+    assert records[1]["reason"].startswith("invalid JSON")
+    shown = run("records", "--status", "unparsed")
+    assert "line 2" in shown.output
+    again = run("reindex", "--json")
+    assert json.loads(again.output)["imported"] == 2
+
+
+def test_import_json_report(run):
+    result = run("import", "--json", str(OTLP / "new_content.traces.pb"))
+    report = json.loads(result.output)
+    assert report["spans"] == 7 and report["traces"] == [NEW_CONTENT]
+
+
+def test_schema_command_lists_files(run):
+    assert run("schema").output.split() == [
+        "steps.schema.json",
+        "message.schema.json",
+        "traces-list.schema.json",
+        "show.schema.json",
+    ]

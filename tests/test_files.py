@@ -1,0 +1,95 @@
+"""Splitting dump files into records: sniffing, gzip, streams, broken input."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from otelcar.errors import FormatError
+from otelcar.ingest.files import read_records, sniff
+from otelcar.ingest.raw import decode_record
+from tests.conftest import BAD, OTLP
+
+
+@pytest.mark.parametrize(
+    ("name", "expected_records", "fmt"),
+    [
+        ("new_content.traces.jsonl", 2, "otlp-json"),
+        ("new_content.traces.jsonl.gz", 2, "otlp-json"),
+        ("new_content.traces.json", 1, "otlp-json"),
+        ("new_content.traces.pb", 1, "otlp-proto"),
+        ("new_content.traces.pb.gz", 1, "otlp-proto"),
+        ("new_content.traces.binpb", 2, "otlp-proto"),
+        ("new_content.logs.pb", 1, "otlp-proto"),
+    ],
+)
+def test_every_committed_format_splits_into_decodable_records(name, expected_records, fmt):
+    records = list(read_records(OTLP / name))
+    assert len(records) == expected_records
+    assert {r.format for r in records} == {fmt}
+    spans = logs = 0
+    for record in records:
+        decoded, _ = decode_record(record)
+        assert decoded.problems == []
+        spans += len(decoded.spans)
+        logs += len(decoded.logs)
+    assert (spans, logs) == ((0, 3) if "logs" in name else (7, 0))
+
+
+def test_sniff_rules():
+    assert sniff(b'{"resourceSpans": []}\n{"resourceSpans": []}\n') == "otlp-jsonl"
+    assert sniff(b'{\n  "resourceSpans": []\n}\n') == "otlp-json"
+    assert sniff(b'{"resourceSpans": []}') == "otlp-json"
+    assert sniff(b"\x0a\x02\x0a\x00") == "otlp-proto"
+    assert sniff(b"\x00\x00\x00\x04\x0a\x02\x0a\x00") == "otlp-proto-stream"
+    assert sniff(b"some text\nnot json\n") == "unknown"
+    assert sniff(b'garbage line\n{"resourceSpans": []}\n') == "otlp-jsonl"
+    with pytest.raises(FormatError, match="zstd"):
+        sniff(b"\x28\xb5\x2f\xfd....")
+
+
+def test_format_override(tmp_path: Path):
+    path = tmp_path / "dump.txt"
+    path.write_bytes((OTLP / "new_content.traces.binpb").read_bytes())
+    assert len(list(read_records(path, format="otlp-proto-stream"))) == 2
+    with pytest.raises(FormatError, match="unknown format"):
+        list(read_records(path, format="csv"))
+
+
+def test_truncated_stream_keeps_the_good_frame_and_explains_the_bad_tail():
+    records = list(read_records(BAD / "truncated.binpb"))
+    assert len(records) == 2
+    assert records[0].note is None
+    assert records[1].note.startswith("truncated frame: length prefix says")
+    assert records[1].position.startswith("frame 2")
+
+
+def test_truncated_json_line_is_its_own_record():
+    records = list(read_records(BAD / "truncated_line.traces.jsonl"))
+    assert [r.position for r in records] == ["line 1", "line 2", "line 3"]
+    with pytest.raises(FormatError, match="invalid JSON"):
+        decode_record(records[1])
+
+
+def test_empty_file_has_no_records_and_corrupt_gzip_is_explained(tmp_path: Path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert list(read_records(empty)) == []
+    broken = tmp_path / "broken.jsonl.gz"
+    data = gzip.compress((OTLP / "new_content.traces.jsonl").read_bytes())
+    broken.write_bytes(data[: len(data) // 2])
+    records = list(read_records(broken))
+    assert records[-1].note is not None and "corrupt" in records[-1].note
+
+
+def test_a_first_line_longer_than_the_sniff_window_is_still_json_lines(tmp_path: Path):
+    line = (OTLP / "new_content.traces.jsonl").read_text().splitlines()[0]
+    padded = line.replace(
+        '"resourceSpans"', '"padding": "' + "x" * 100_000 + '", "resourceSpans"', 1
+    )
+    path = tmp_path / "long.jsonl"
+    path.write_text(padded + "\n" + line + "\n")
+    records = list(read_records(path))
+    assert len(records) == 2

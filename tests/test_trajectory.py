@@ -1,0 +1,192 @@
+"""Trajectory builder on synthetic traces with known answers."""
+
+from __future__ import annotations
+
+import json
+
+from otelcar.messages import decode_arguments
+from otelcar.trajectory import build_trace
+from tests.synth import TRACE, calls, chat, responses, span, text, tool
+
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}
+
+
+def _steps(spans, logs=()):
+    return build_trace(TRACE, spans, logs)
+
+
+def test_order_episodes_and_links_by_id():
+    spans = [
+        span("a", "invoke_agent support", AGENT, start=0, end=100, seq=9),
+        chat(
+            "c1",
+            [text("user", "q")],
+            [calls(("id1", "f", {"x": 1}), ("id2", "g", {}))],
+            parent="a",
+            start=10,
+            end=20,
+            seq=3,
+        ),
+        # Parallel tools overlap; exporter order (seq) is end order, not start order.
+        tool("t2", "g", "id2", parent="a", start=21, end=30, seq=2),
+        tool("t1", "f", "id1", parent="a", start=21, end=25, seq=1),
+        chat(
+            "c2",
+            [
+                text("user", "q"),
+                calls(("id1", "f", {"x": 1}), ("id2", "g", {})),
+                responses(("id1", "R1"), ("id2", "R2")),
+            ],
+            [text("assistant", "done")],
+            parent="a",
+            start=40,
+            end=50,
+            seq=0,
+        ),
+    ]
+    built = _steps(spans)
+    rows = built.steps
+    assert [(r["step"], r["kind"], r["name"]) for r in rows] == [
+        (0, "agent", "support"),
+        (1, "llm", "m"),
+        (2, "tool", "f"),
+        (3, "tool", "g"),
+        (4, "llm", "m"),
+    ]
+    assert {r["episode_id"] for r in rows} == {"a".rjust(16, "0")}
+    assert {r["agent_name"] for r in rows} == {"support"}
+    f, g = rows[2], rows[3]
+    assert (f["call_step"], f["link_inferred"], f["synthesized"]) == (1, False, False)
+    # Results backfilled from the next LLM input (tool spans recorded none).
+    assert (f["tool_result"], g["tool_result"]) == ("R1", "R2")
+    assert decode_arguments(f["tool_args"]) == {"x": 1}
+    assert built.summary["n_llm"] == 2 and built.summary["n_tool"] == 2
+    assert built.summary["content_captured"] == "yes"
+
+
+def test_tool_spans_without_ids_link_by_name_and_order():
+    spans = [
+        chat(
+            "c1",
+            [text("user", "q")],
+            [calls((None, "f", {"n": 1}), (None, "f", {"n": 2}))],
+            start=0,
+            end=10,
+        ),
+        tool("t1", "f", start=11, end=12, attributes={"gen_ai.tool.call.result": "one"}),
+        tool("t2", "f", start=13, end=14, attributes={"gen_ai.tool.call.result": "two"}),
+    ]
+    rows = _steps(spans).steps
+    first, second = rows[1], rows[2]
+    assert first["link_inferred"] and second["link_inferred"]
+    assert decode_arguments(first["tool_args"]) == {"n": 1}
+    assert decode_arguments(second["tool_args"]) == {"n": 2}
+    assert (first["call_step"], second["call_step"]) == (0, 0)
+
+
+def test_missing_tool_spans_are_synthesized_after_their_call_with_results():
+    spans = [
+        span("r", "app", start=0, end=100),
+        chat(
+            "c1", [text("user", "q")], [calls(("id1", "f", {"x": 1}))], parent="r", start=10, end=20
+        ),
+        span("h", "POST /v1/chat", {"http.request.method": "POST"}, parent="c1", start=11, end=19),
+        chat(
+            "c2",
+            [text("user", "q"), calls(("id1", "f", {"x": 1})), responses(("id1", "R"))],
+            [text("assistant", "ok")],
+            parent="r",
+            start=30,
+            end=40,
+        ),
+    ]
+    rows = _steps(spans).steps
+    assert [(r["kind"], r["name"], r["synthesized"]) for r in rows] == [
+        ("other", "app", False),
+        ("llm", "m", False),
+        ("other", "POST /v1/chat", False),
+        ("tool", "f", True),
+        ("llm", "m", False),
+    ]
+    synth = rows[3]
+    assert synth["span_id"] is None and synth["tool_call_id"] == "id1"
+    assert synth["tool_result"] == "R" and synth["call_step"] == 1
+    assert (synth["start_ns"], synth["end_ns"]) == (20, 30)
+    assert synth["content_captured"] is True
+
+
+def test_stacked_instrumentation_of_one_call_becomes_one_row():
+    outer = chat(
+        "o",
+        [text("user", "q")],
+        [text("assistant", "a")],
+        start=0,
+        end=100,
+        attributes={"gen_ai.request.temperature": 0.7, "gen_ai.response.id": "r1"},
+    )
+    inner = span(
+        "i",
+        "chat m",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.usage.input_tokens": 5,
+        },
+        parent="o",
+        start=10,
+        end=90,
+    )
+    rows = _steps([outer, inner]).steps
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["span_id"] == "i".rjust(16, "0")
+    assert row["merged_span_ids"] == ["o".rjust(16, "0")]
+    assert row["input_messages"][0]["content"] == "q"  # content came from the outer span
+    assert row["params"]["temperature"] == 0.7 and row["usage"]["input_tokens"] == 5
+
+
+def test_same_response_id_siblings_merge():
+    a = chat(
+        "a",
+        [text("user", "q")],
+        [text("assistant", "x")],
+        attributes={"gen_ai.response.id": "chatcmpl-1"},
+        seq=1,
+    )
+    b = span(
+        "b", "chat m", {"gen_ai.operation.name": "chat", "gen_ai.response.id": "chatcmpl-1"}, seq=2
+    )
+    rows = _steps([a, b]).steps
+    assert len(rows) == 1 and rows[0]["span_id"] == "a".rjust(16, "0")
+
+
+def test_orphans_cycles_and_duplicate_spans_lose_nothing():
+    spans = [
+        span("1", "lost child", parent="dead", start=5),
+        span("2", "cycle a", parent="3", start=1),
+        span("3", "cycle b", parent="2", start=2),
+        span("4", "dup", start=3, seq=1),
+        span("4", "dup (second copy)", start=3, seq=2),
+    ]
+    built = _steps(spans)
+    names = sorted(r["name"] for r in built.steps)
+    assert names == ["cycle a", "cycle b", "dup", "lost child"]
+    lost = next(r for r in built.steps if r["name"] == "lost child")
+    assert any("not in the trace" in issue for issue in lost["issues"])
+    assert built.summary["n_spans"] == 4
+
+
+def test_content_off_flags_rows():
+    spans = [
+        span("c", "chat m", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai"}),
+        tool("t", "f", "id1", start=11, end=12),
+    ]
+    built = _steps(spans)
+    assert [r["content_captured"] for r in built.steps] == [False, False]
+    assert built.summary["content_captured"] == "no"
+    assert json.loads(built.steps[0]["attributes"]) == {}
+
+
+def test_deep_nesting_does_not_hit_the_recursion_limit():
+    spans = [span(str(i), f"s{i}", parent=str(i - 1) if i else None, start=i) for i in range(3000)]
+    assert len(_steps(spans).steps) == 3000
