@@ -31,3 +31,10 @@ def test_message_dtype_and_json_schema_agree():
     message = Message("assistant", None, (ToolCall("f", {"a": 1}, "c"), ToolCall("g", "{bad")))
     jsonschema.validate(message.to_dict(), schema)
     assert Message.from_row(message.to_row()) == message
+
+
+def test_cli_reference_is_current():
+    from otelcar.cli_reference import render
+
+    committed = (SCHEMAS.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert committed == render(), "docs/cli.md is stale: python -m otelcar.cli_reference"

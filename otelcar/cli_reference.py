@@ -1,0 +1,50 @@
+"""Render the CLI reference (``docs/cli.md``) from the click commands themselves.
+
+``python -m otelcar.cli_reference > docs/cli.md`` regenerates it; a test checks it is current.
+"""
+
+from __future__ import annotations
+
+import click
+
+from otelcar.cli import cli
+
+WIDTH = 100
+
+
+def render() -> str:
+    """The whole reference as Markdown."""
+    lines = [
+        "# otelcar command reference",
+        "",
+        "Generated from the code by `python -m otelcar.cli_reference`; do not edit.",
+        "",
+    ]
+    root = click.Context(
+        cli,
+        info_name="otelcar",
+        terminal_width=WIDTH,
+        max_content_width=WIDTH,
+        help_option_names=["-h", "--help"],
+    )
+    lines += ["```text", cli.get_help(root).rstrip(), "```", ""]
+    for name in cli.list_commands(root):
+        command = cli.get_command(root, name)
+        if command is None:
+            continue
+        context = click.Context(
+            command, info_name=name, parent=root, terminal_width=WIDTH, max_content_width=WIDTH
+        )
+        lines += [
+            f"## otelcar {name}",
+            "",
+            "```text",
+            command.get_help(context).rstrip(),
+            "```",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
