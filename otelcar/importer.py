@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from otelcar.ingest.raw import RawRecord, decode_record
 from otelcar.schema import STEPS_SCHEMA
 from otelcar.store import ImportReport, Store
 from otelcar.trajectory import build_traces
+
+
+class UndecodedRecordWarning(UserWarning):
+    """A record of a dump could not be decoded (the message says where and why)."""
+
 
 #: File name endings taken from a directory walk (files named explicitly are always read).
 DUMP_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".bin", ".otlp", ".protobuf")
@@ -74,8 +80,11 @@ def import_files(
 
 
 def read_otlp(paths: str | Path | Iterable[str | Path], *, format: str = "auto") -> pl.DataFrame:
-    """The steps table of OTLP dump files, in memory (no store). Undecodable records raise
-    nothing here: they are skipped; use :func:`import_files` to see and keep them."""
+    """The steps table of OTLP dump files, in memory (no store).
+
+    A record that does not decode is skipped with an :class:`UndecodedRecordWarning` naming
+    it and the reason; use :func:`import_files` to keep such records.
+    """
     if isinstance(paths, str | Path):
         paths = [paths]
     spans: list[SpanFrame] = []
@@ -84,7 +93,10 @@ def read_otlp(paths: str | Path | Iterable[str | Path], *, format: str = "auto")
     for record in iter_file_records(expand_paths(paths), format=format):
         try:
             decoded, _ = decode_record(record)
-        except FormatError:
+        except FormatError as exc:
+            warnings.warn(
+                f"{record.source} {record.position}: {exc}", UndecodedRecordWarning, stacklevel=2
+            )
             continue
         for item in [*decoded.spans, *decoded.logs]:
             item.seq = seq

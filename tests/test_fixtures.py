@@ -217,3 +217,11 @@ def test_orphaned_children_become_roots_with_an_issue():
 def test_steps_table_has_the_declared_schema():
     steps = read_otlp(OTLP / "new_content.traces.jsonl")
     assert steps.schema == STEPS_SCHEMA
+
+
+def test_read_otlp_warns_about_what_it_skips():
+    from otelcar.importer import UndecodedRecordWarning
+
+    with pytest.warns(UndecodedRecordWarning, match="line 2: invalid JSON"):
+        steps = read_otlp(BAD / "truncated_line.traces.jsonl")
+    assert steps.height > 0

@@ -152,13 +152,18 @@ def _guard(records: Iterator[RawRecord], source: str) -> Iterator[RawRecord]:
         )
 
 
-def _whole_json(
-    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
-) -> Iterator[RawRecord]:
-    data = stream.read()
-    if progress:
-        progress(position())
-    yield RawRecord(data, FORMAT_JSON, source, "file")
+def _whole_file(record_format: str) -> Callable[..., Iterator[RawRecord]]:
+    """A reader that takes the whole file as one record of ``record_format``."""
+
+    def read(
+        stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+    ) -> Iterator[RawRecord]:
+        data = stream.read()
+        if progress:
+            progress(position())
+        yield RawRecord(data, record_format, source, "file")
+
+    return read
 
 
 def _json_lines(
@@ -172,24 +177,6 @@ def _json_lines(
             progress(position())
     if progress:
         progress(position())
-
-
-def _whole_proto(
-    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
-) -> Iterator[RawRecord]:
-    data = stream.read()
-    if progress:
-        progress(position())
-    yield RawRecord(data, FORMAT_PROTO, source, "file")
-
-
-def _whole_unknown(
-    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
-) -> Iterator[RawRecord]:
-    data = stream.read()
-    if progress:
-        progress(position())
-    yield RawRecord(data, FORMAT_UNKNOWN, source, "file")
 
 
 def _proto_stream(
@@ -242,9 +229,9 @@ def _proto_stream(
 
 
 _READERS = {
-    "otlp-json": _whole_json,
+    "otlp-json": _whole_file(FORMAT_JSON),
     "otlp-jsonl": _json_lines,
-    "otlp-proto": _whole_proto,
+    "otlp-proto": _whole_file(FORMAT_PROTO),
     "otlp-proto-stream": _proto_stream,
-    "unknown": _whole_unknown,
+    "unknown": _whole_file(FORMAT_UNKNOWN),
 }
