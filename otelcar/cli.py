@@ -21,6 +21,7 @@ from otelcar.config import ENV_HOME, debug_enabled
 from otelcar.errors import OtelcarError
 from otelcar.importer import expand_paths, iter_file_records
 from otelcar.ingest.files import FILE_FORMATS
+from otelcar.ingest.formats import export_formats
 from otelcar.render import import_report, step_details, steps_table, traces_table
 from otelcar.schema import render_schema_files
 from otelcar.store import Store
@@ -88,7 +89,7 @@ def cli(ctx: click.Context, store_path: Path, debug: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(FILE_FORMATS),
+    type=click.Choice([*FILE_FORMATS, *(f.name for f in export_formats())]),
     default="auto",
     show_default=True,
     help="File format; auto sniffs each file.",

@@ -22,9 +22,10 @@ import gzip
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from otelcar.errors import FormatError
+from otelcar.ingest.formats import detect_json, detect_magic, export_formats
 from otelcar.ingest.raw import FORMAT_JSON, FORMAT_PROTO, FORMAT_UNKNOWN, RawRecord
 
 FILE_FORMATS = ("auto", "otlp-json", "otlp-jsonl", "otlp-proto", "otlp-proto-stream")
@@ -99,8 +100,8 @@ def _is_json(text: bytes) -> bool:
     return True
 
 
-def _sniff_file(path: Path) -> str:
-    """Sniff a file, reading its whole first line when it looks like JSON."""
+def _sniff_file(path: Path) -> tuple[str, bytes]:
+    """Sniff a file's container; also returns its head (with the whole first line if JSON)."""
     stream, _ = _open(path)
     with stream:
         head = stream.read(65536)
@@ -109,7 +110,58 @@ def _sniff_file(path: Path) -> str:
             stream.seek(0)
             first_line = stream.readline(_MAX_FRAME)
             head = first_line + stream.read(65536)
-    return sniff(head, first_line)
+    return sniff(head, first_line), head
+
+
+_OTLP_KEYS = (b'"resourceSpans"', b'"resourceLogs"', b'"resource_spans"', b'"resource_logs"')
+
+
+def _is_otlp(value: Any) -> bool:
+    return isinstance(value, dict) and any(k.decode().strip('"') in value for k in _OTLP_KEYS)
+
+
+def _json_record_format(path: Path, container: str, head: bytes) -> str:
+    """Which record format a JSON file holds: OTLP, else the export format that claims it."""
+    if container == "otlp-json":
+        if any(key in head for key in _OTLP_KEYS):
+            return FORMAT_JSON
+        stream, _ = _open(path)
+        with stream:
+            try:
+                value = json.loads(stream.read())
+            except ValueError:
+                return FORMAT_JSON  # undecodable: kept with the JSON error as its reason
+        return FORMAT_JSON if _is_otlp(value) else detect_json(value) or FORMAT_JSON
+    stream, _ = _open(path)
+    with stream:
+        for index, line in enumerate(stream):
+            if index >= 64:
+                break
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            return FORMAT_JSON if _is_otlp(value) else detect_json(value) or FORMAT_JSON
+    return FORMAT_JSON
+
+
+def _plan(path: Path, format: str) -> tuple[str, str]:
+    """``(container, record format)`` of a file, from ``--format`` or by sniffing."""
+    if format in _CONTAINERS:
+        return format, _CONTAINERS[format]
+    container, head = _sniff_file(path)
+    if container == "unknown":
+        magic = detect_magic(head)
+        if format != "auto":
+            return "unknown", format
+        return "unknown", magic or FORMAT_UNKNOWN
+    if format != "auto":  # an export format: its records, in the container sniffed
+        if container not in ("otlp-json", "otlp-jsonl"):
+            raise FormatError(f"{format} files are JSON; this file is {container}")
+        return container, format
+    if container in ("otlp-json", "otlp-jsonl"):
+        return container, _json_record_format(path, container, head)
+    return container, FORMAT_PROTO
 
 
 def read_records(
@@ -120,13 +172,14 @@ def read_records(
     ``progress`` is called with the number of (on-disk) bytes consumed so far. A file whose
     bytes fit no format yields one record of format ``unknown`` (kept with its reason).
     """
-    if format not in FILE_FORMATS:
-        raise FormatError(f"unknown format {format!r}; valid: {', '.join(FILE_FORMATS)}")
+    valid = [*FILE_FORMATS, *(f.name for f in export_formats())]
+    if format not in valid:
+        raise FormatError(f"unknown format {format!r}; valid: {', '.join(valid)}")
     path = Path(path)
     if path.stat().st_size == 0:
         return  # an empty file holds no record (exporters create them when idle)
     try:
-        fmt = _sniff_file(path) if format == "auto" else format
+        container, record_format = _plan(path, format)
     except FormatError as exc:
         with path.open("rb") as handle:
             data = handle.read()
@@ -137,9 +190,10 @@ def read_records(
             b"", FORMAT_UNKNOWN, str(path), "file", note=f"unreadable or corrupt: {exc}"
         )
         return
+    reader = _READERS[container](record_format)
     stream, position = _open(path)
     with stream:
-        yield from _guard(_READERS[fmt](stream, str(path), position, progress), str(path))
+        yield from _guard(reader(stream, str(path), position, progress), str(path))
 
 
 def _guard(records: Iterator[RawRecord], source: str) -> Iterator[RawRecord]:
@@ -166,20 +220,30 @@ def _whole_file(record_format: str) -> Callable[..., Iterator[RawRecord]]:
     return read
 
 
-def _json_lines(
-    stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
-) -> Iterator[RawRecord]:
-    for number, line in enumerate(stream, start=1):
-        line = line.strip()
-        if line:
-            yield RawRecord(line, FORMAT_JSON, source, f"line {number}")
-        if progress and number % 64 == 0:
+def _json_lines(record_format: str) -> Callable[..., Iterator[RawRecord]]:
+    """A reader that takes each non-blank line as one record of ``record_format``."""
+
+    def read(
+        stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
+    ) -> Iterator[RawRecord]:
+        for number, line in enumerate(stream, start=1):
+            line = line.strip()
+            if line:
+                yield RawRecord(line, record_format, source, f"line {number}")
+            if progress and number % 64 == 0:
+                progress(position())
+        if progress:
             progress(position())
-    if progress:
-        progress(position())
+
+    return read
 
 
-def _proto_stream(
+def _proto_stream(record_format: str) -> Callable[..., Iterator[RawRecord]]:
+    """Length-prefixed binary records (the record format is always OTLP protobuf)."""
+    return _read_proto_stream
+
+
+def _read_proto_stream(
     stream: BinaryIO, source: str, position: Callable[[], int], progress: Progress | None
 ) -> Iterator[RawRecord]:
     offset = 0
@@ -228,10 +292,16 @@ def _proto_stream(
         progress(position())
 
 
-_READERS = {
-    "otlp-json": _whole_file(FORMAT_JSON),
+_READERS: dict[str, Callable[[str], Callable[..., Iterator[RawRecord]]]] = {
+    "otlp-json": _whole_file,
     "otlp-jsonl": _json_lines,
-    "otlp-proto": _whole_file(FORMAT_PROTO),
+    "otlp-proto": _whole_file,
     "otlp-proto-stream": _proto_stream,
-    "unknown": _whole_file(FORMAT_UNKNOWN),
+    "unknown": _whole_file,
+}
+_CONTAINERS = {
+    "otlp-json": FORMAT_JSON,
+    "otlp-jsonl": FORMAT_JSON,
+    "otlp-proto": FORMAT_PROTO,
+    "otlp-proto-stream": FORMAT_PROTO,
 }

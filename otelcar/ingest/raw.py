@@ -15,6 +15,7 @@ from functools import cached_property
 
 from otelcar.errors import FormatError
 from otelcar.ingest import otlp_json, otlp_proto
+from otelcar.ingest.formats import export_formats, get_format
 from otelcar.ingest.frames import Decoded
 
 FORMAT_JSON = "otlp-json"
@@ -58,6 +59,9 @@ def decode_record(record: RawRecord) -> tuple[Decoded, str | None]:
         if signal == "logs":
             return otlp_proto.decode_logs(record.payload), "logs"
         return otlp_proto.decode_traces(record.payload), "traces"
+    if record.format != FORMAT_UNKNOWN:
+        decoded = get_format(record.format).decode(record.payload)
+        return decoded, "traces"
     raise FormatError(f"unrecognised format ({_describe(record.payload)})")
 
 
@@ -75,9 +79,10 @@ def _decode_json(payload: bytes) -> tuple[Decoded, str | None]:
     if "resourceMetrics" in obj or "resource_metrics" in obj:
         raise FormatError("OTLP metrics are not traces or logs; kept, not mapped")
     keys = ", ".join(sorted(obj)[:5]) or "none"
+    known = ", ".join(f.name for f in export_formats()) or "none registered"
     raise FormatError(
-        f"JSON object has no resourceSpans or resourceLogs (keys: {keys}); "
-        "not OTLP/JSON (console, Jaeger and Zipkin dumps are different formats)"
+        f"JSON object has no resourceSpans or resourceLogs (keys: {keys}); not OTLP/JSON "
+        f"nor a known export format ({known}); console, Jaeger and Zipkin dumps are not OTLP"
     )
 
 

@@ -1,0 +1,2 @@
+"""Built-in export formats (non-OTLP dumps). Each module registers one
+:class:`~otelcar.ingest.formats.ExportFormat` when imported; import it here."""
