@@ -225,3 +225,18 @@ def test_read_otlp_warns_about_what_it_skips():
     with pytest.warns(UndecodedRecordWarning, match="line 2: invalid JSON"):
         steps = read_otlp(BAD / "truncated_line.traces.jsonl")
     assert steps.height > 0
+
+
+def test_reference_projection_for_the_cross_dialect_contract():
+    from tests.equivalence import comparable
+
+    steps = _trace(read_otlp([OTLP / "new_content.traces.jsonl"]), NEW_CONTENT)
+    projection = comparable(steps)
+    assert [p[0] for p in projection] == ["llm", "tool", "tool", "llm", "tool", "llm"]
+    assert projection[0][1] == [("system", SYSTEM, []), ("user", USER, [])]
+    assert projection[1] == ("tool", "lookup_order", {"order_id": "A-1001"}, ORDER)
+    legacy = _trace(
+        read_otlp([OTLP / "legacy_content.traces.jsonl", OTLP / "legacy_content.logs.jsonl"]),
+        LEGACY_CONTENT,
+    )
+    assert comparable(legacy) == projection
