@@ -256,6 +256,65 @@ def reindex_command(ctx: click.Context, as_json: bool) -> None:
         import_report(_console(), report)
 
 
+@cli.command("collect")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--grpc-port",
+    type=int,
+    default=4317,
+    show_default=True,
+    help="OTLP/gRPC port (0: any free port).",
+)
+@click.option(
+    "--http-port",
+    type=int,
+    default=4318,
+    show_default=True,
+    help="OTLP/HTTP port (0: any free port).",
+)
+@click.option("--no-grpc", is_flag=True, help="Do not serve OTLP/gRPC.")
+@click.option("--no-http", is_flag=True, help="Do not serve OTLP/HTTP.")
+@click.option(
+    "--max-request-bytes",
+    type=int,
+    default=32 * 1024 * 1024,
+    show_default=True,
+    help="Largest accepted request body (after decompression).",
+)
+@click.option(
+    "--ready-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the bound ports as JSON here once listening (for scripts).",
+)
+@click.pass_context
+def collect_command(
+    ctx: click.Context,
+    host: str,
+    grpc_port: int,
+    http_port: int,
+    no_grpc: bool,
+    no_http: bool,
+    max_request_bytes: int,
+    ready_file: Path | None,
+) -> None:
+    """Receive OTLP traces and logs (gRPC and HTTP) into the store until Ctrl-C / SIGTERM.
+
+    A batch is acknowledged only after its bytes are fsync-ed to the store's raw segments;
+    steps are derived in the background, so `otelcar traces` shows a trace within seconds.
+    """
+    from otelcar.receiver import Receiver, ReceiverConfig
+    from otelcar.receiver.console import run_until_stopped
+
+    config = ReceiverConfig(
+        host=host,
+        grpc_port=None if no_grpc else grpc_port,
+        http_port=None if no_http else http_port,
+        max_request_bytes=max_request_bytes,
+    )
+    receiver = Receiver(_store(ctx, create=True), config)
+    run_until_stopped(receiver, _console(), ready_file=ready_file)
+
+
 @cli.command("schema")
 @click.option(
     "--write",

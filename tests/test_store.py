@@ -105,7 +105,7 @@ def test_interrupted_write_is_quarantined_and_nothing_acknowledged_is_lost(tmp_p
     with segment.open("ab") as handle:  # a frame cut short by a crash
         handle.write(b"OCR1\x00\x00\x00\x10partial")
     store = Store(tmp_path / "s")
-    report = store.catch_up()
+    report = store.catch_up(recover=True)
     assert len(report.quarantined) == 1
     assert segment.stat().st_size == good_size
     assert list((store.raw.directory / "quarantine").iterdir())
@@ -129,3 +129,17 @@ def test_unknown_layout_is_refused(tmp_path: Path):
         Store(tmp_path / "s")
     with pytest.raises(StoreError, match="no otelcar store"):
         Store(tmp_path / "none", create=False)
+
+
+def test_imports_larger_than_one_build_are_split_and_traces_rebuilt_whole(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+):
+    import otelcar.store.store as store_module
+
+    monkeypatch.setattr(store_module, "BUILD_LIMIT_BYTES", 1)  # one build per record
+    report = import_files(NEW, store=store)
+    assert (report.imported, report.duplicates) == (3, 0)
+    assert len(store.derived.parts("spans")) == 2 and len(store.derived.parts("logs")) == 1
+    reference = Store(store.root.parent / "reference")
+    import_files(NEW, store=reference)
+    assert_frame_equal(store.steps(NEW_CONTENT), reference.steps(NEW_CONTENT))

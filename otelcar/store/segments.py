@@ -116,13 +116,17 @@ class SegmentLog:
     def size(self, segment: str) -> int:
         return (self.directory / segment).stat().st_size
 
-    def recover(self) -> list[Quarantined]:
-        """Quarantine and cut off any incomplete or corrupt tail of every segment."""
+    def recover(self, starts: dict[str, int] | None = None) -> list[Quarantined]:
+        """Quarantine and cut off any incomplete or corrupt tail of every segment.
+
+        ``starts`` gives, per segment, an offset known to end a good frame (how far it was
+        materialized), so the scan need not re-read what was already verified.
+        """
         found: list[Quarantined] = []
         for segment in self.segments():
             path = self.directory / segment
-            good = 0
-            for frame in self.read(segment):
+            good = (starts or {}).get(segment, 0)
+            for frame in self.read(segment, good):
                 good = frame.offset + frame.length
             size = path.stat().st_size
             if good == size:

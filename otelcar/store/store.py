@@ -3,7 +3,7 @@
 Layout (``$OTELCAR_HOME`` or ``./.otelcar``)::
 
     STORE                   {"layout": 1}
-    lock                    writers hold an exclusive flock on it
+    raw.lock, derived.lock  flocks: appending to raw / deriving tables (derived before raw)
     raw/segment-*.ocr       append-only framed records (see segments.py); raw/quarantine/
     derived/                rebuildable tables (see derived.py)
 
@@ -67,9 +67,11 @@ class Store:
 
     # -- locking -----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def lock(self, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-        """Exclusive writer lock (waits up to ``timeout_s``)."""
-        path = self.root / "lock"
+    def lock(self, name: str = "derived", timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Exclusive lock ``name`` (``raw``: appending to segments; ``derived``: deriving
+        tables), across threads and processes; waits up to ``timeout_s``. Always take
+        ``derived`` before ``raw``, never the other way round."""
+        path = self.root / f"{name}.lock"
         with path.open("a+") as handle:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -80,8 +82,10 @@ class Store:
                     if time.monotonic() >= deadline:
                         handle.seek(0)
                         holder = handle.read().strip() or "another process"
-                        raise StoreError(f"store {self.root} is locked by {holder}") from None
-                    time.sleep(0.1)
+                        raise StoreError(
+                            f"store {self.root} ({name}) is locked by {holder}"
+                        ) from None
+                    time.sleep(0.01)
             handle.seek(0)
             handle.truncate()
             handle.write(f"pid {os.getpid()}\n")
@@ -92,6 +96,24 @@ class Store:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     # -- writing -----------------------------------------------------------------------------
+    def append(self, records: list[RawRecord]) -> None:
+        """Append records to the raw segments durably (fsync-ed when this returns).
+
+        Nothing is derived here: :meth:`catch_up` (or the next import) does that.
+        """
+        with self.lock("raw"):
+            self.raw.append(records)
+
+    def recover(self) -> list[str]:
+        """Quarantine incomplete or corrupt segment tails (interrupted writes); describe them."""
+        with self.lock("raw"):
+            starts = DerivedTables(self.root / "derived").state.materialized
+            return [
+                f"{item.length} bytes of {item.segment} at offset {item.offset} "
+                f"({item.reason}) → {item.path}"
+                for item in self.raw.recover(starts)
+            ]
+
     def import_records(
         self, records: Iterable[RawRecord], *, progress: Progress | None = None
     ) -> ImportReport:
@@ -100,8 +122,9 @@ class Store:
         ``progress`` is called with the number of records handled so far.
         """
         report = ImportReport()
-        with self.lock():
-            report.merge(self._recover_and_catch_up())
+        with self.lock("derived"):
+            report.quarantined.extend(self.recover())
+            report.merge(self._catch_up_locked())
             known = self.derived.record_ids()
             batch: list[RawRecord] = []
             size = 0
@@ -114,39 +137,38 @@ class Store:
                     batch.append(record)
                     size += len(record.payload)
                 if size >= BUILD_LIMIT_BYTES:
-                    self.raw.append(batch)
+                    self.append(batch)
                     report.merge(self._materialize(self.derived, known=set()))
                     batch, size = [], 0
                 if progress:
                     progress(seen)
             if batch:
-                self.raw.append(batch)
+                self.append(batch)
                 report.merge(self._materialize(self.derived, known=set()))
         return report
 
-    def catch_up(self) -> ImportReport:
-        """Materialize raw records not yet derived (after a crash or from the receiver)."""
-        with self.lock():
-            return self._recover_and_catch_up()
+    def catch_up(self, *, recover: bool = False) -> ImportReport:
+        """Derive tables for raw records not yet derived (the receiver's, or after a crash);
+        with ``recover``, first quarantine interrupted writes (only safe when no other
+        writer may be mid-append, e.g. at start-up)."""
+        with self.lock("derived"):
+            report = ImportReport()
+            if recover:
+                report.quarantined.extend(self.recover())
+            report.merge(self._catch_up_locked())
+            return report
 
-    def _recover_and_catch_up(self) -> ImportReport:
-        report = ImportReport()
-        for item in self.raw.recover():
-            report.quarantined.append(
-                f"{item.length} bytes of {item.segment} at offset "
-                f"{item.offset} ({item.reason}) → {item.path}"
-            )
+    def _catch_up_locked(self) -> ImportReport:
+        self.derived = DerivedTables(self.root / "derived")  # another process may have built
         pending = self._materialize(self.derived, known=self.derived.record_ids())
         pending.records = 0  # caught-up records were counted when they arrived
-        report.merge(pending)
-        return report
+        return pending
 
     def reindex(self, *, progress: Progress | None = None) -> ImportReport:
         """Rebuild every derived table from the raw records (with the current mappers)."""
-        with self.lock():
+        with self.lock("derived"):
             report = ImportReport()
-            for item in self.raw.recover():
-                report.quarantined.append(f"{item.segment}@{item.offset}: {item.reason}")
+            report.quarantined.extend(self.recover())
             target = self.root / "derived.new"
             shutil.rmtree(target, ignore_errors=True)
             fresh = DerivedTables(target)

@@ -1,0 +1,152 @@
+"""Durability of `otelcar collect`: SIGKILL mid-stream loses no acknowledged batch; SIGTERM
+drains. A real client streams batches over HTTP while the receiver process is killed."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otelcar import Store
+
+SPANS_PER_BATCH = 20
+
+
+def _batch(rng: random.Random, index: int) -> tuple[bytes, str, list[str]]:
+    request = ExportTraceServiceRequest()
+    resource = request.resource_spans.add()
+    attr = resource.resource.attributes.add(key="service.name")
+    attr.value.string_value = "crash-test"
+    scope = resource.scope_spans.add()
+    trace_id = rng.randbytes(16)
+    span_ids = []
+    for n in range(SPANS_PER_BATCH):
+        span = scope.spans.add(
+            trace_id=trace_id,
+            span_id=rng.randbytes(8),
+            name=f"batch {index} span {n}",
+            start_time_unix_nano=index,
+            end_time_unix_nano=index + 1,
+        )
+        span_ids.append(span.span_id.hex())
+    return request.SerializeToString(), trace_id.hex(), span_ids
+
+
+def _start(store: Path, ready: Path) -> subprocess.Popen:
+    ready.unlink(missing_ok=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "otelcar.cli",
+            "--store",
+            str(store),
+            "collect",
+            "--grpc-port",
+            "0",
+            "--http-port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists() or not ready.read_text():
+        assert process.poll() is None, process.stdout.read()
+        assert time.monotonic() < deadline, "receiver did not start"
+        time.sleep(0.05)
+    return process
+
+
+def _stream(
+    port: int, acked: dict[str, tuple[str, list[str]]], stop: threading.Event, seed: int
+) -> None:
+    rng = random.Random(seed)
+    index = 0
+    while not stop.is_set():
+        body, trace_id, span_ids = _batch(rng, index)
+        index += 1
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request(
+                "POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"}
+            )
+            status = connection.getresponse().status
+            connection.close()
+        except OSError:
+            return  # the receiver is gone: this batch was never acknowledged
+        if status == 200:
+            acked[hashlib.sha256(body).hexdigest()] = (trace_id, span_ids)
+
+
+def _check_all_acknowledged_are_stored(store_path: Path, acked: dict) -> None:
+    store = Store(store_path)
+    records = set(store.records()["record_id"].to_list())
+    assert set(acked) <= records
+    spans = store.derived.scan("spans").select("trace_id", "span_id", "name").collect()
+    stored = {(t, s) for t, s in zip(spans["trace_id"], spans["span_id"], strict=True)}
+    for trace_id, span_ids in acked.values():
+        assert {(trace_id, s) for s in span_ids} <= stored
+    traces = store.traces().filter(pl.col("trace_id").is_in([t for t, _ in acked.values()]))
+    assert traces.height == len(acked)
+    assert set(traces["n_spans"].to_list()) == {SPANS_PER_BATCH}
+
+
+def test_sigkill_loses_no_acknowledged_batch(tmp_path: Path):
+    store, ready = tmp_path / "store", tmp_path / "ready.json"
+    process = _start(store, ready)
+    acked: dict = {}
+    stop = threading.Event()
+    client = threading.Thread(
+        target=_stream, args=(json.loads(ready.read_text())["http_port"], acked, stop, 1)
+    )
+    client.start()
+    deadline = time.monotonic() + 30
+    while len(acked) < 30:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    stop.set()
+    client.join(15)
+    assert len(acked) >= 30
+
+    restarted = _start(store, ready)  # recovers, then derives what was pending
+    restarted.send_signal(signal.SIGTERM)
+    output, _ = restarted.communicate(timeout=60)
+    assert restarted.returncode == 0, output
+    _check_all_acknowledged_are_stored(store, acked)
+
+
+def test_sigterm_drains_and_exits_cleanly(tmp_path: Path):
+    store, ready = tmp_path / "store", tmp_path / "ready.json"
+    process = _start(store, ready)
+    acked: dict = {}
+    stop = threading.Event()
+    client = threading.Thread(
+        target=_stream, args=(json.loads(ready.read_text())["http_port"], acked, stop, 2)
+    )
+    client.start()
+    while len(acked) < 20:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=60)
+    stop.set()
+    client.join(15)
+    assert process.returncode == 0, output
+    assert "stopped;" in output
+    _check_all_acknowledged_are_stored(store, acked)
