@@ -216,7 +216,7 @@ def test_tool_and_agent_spans_and_unknown_llm_dialect():
     )
     assert (a.kind, a.name, a.episode_boundary) == ("agent", "planner", True)
     unknown = map_span(
-        span("4", "openai.chat", {"llm.request.type": "chat", "gen_ai.prompt.0.content": "hi"})
+        span("4", "acme.chat", {"llm.acme.prompt": "hi"})  # no registered dialect reads llm.acme.*
     )
     assert unknown.kind == "other"
     assert any("unmapped dialect" in issue for issue in unknown.issues)

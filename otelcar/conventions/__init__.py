@@ -20,6 +20,11 @@ from otelcar.conventions.base import (
 )
 from otelcar.conventions.genai import GenAIMapper
 from otelcar.conventions.generic import GenericMapper
+from otelcar.conventions.langfuse import LangfuseMapper
+from otelcar.conventions.langsmith import LangSmithMapper
+from otelcar.conventions.openinference import OpenInferenceMapper
+from otelcar.conventions.openllmetry import OpenLLMetryMapper
+from otelcar.conventions.whowhen import WhoWhenMapper
 from otelcar.ingest.frames import LogFrame, SpanFrame
 
 __all__ = [
@@ -72,3 +77,8 @@ def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
 
 
 register_mapper(GenAIMapper())
+register_mapper(WhoWhenMapper())
+register_mapper(LangfuseMapper())
+register_mapper(LangSmithMapper())
+register_mapper(OpenInferenceMapper())
+register_mapper(OpenLLMetryMapper())

@@ -76,7 +76,7 @@ def sniff(head: bytes, first_line: bytes | None = None) -> str:
         return "otlp-proto"
     if len(head) >= 5 and head[4:5] == b"\x0a" and 0 < int.from_bytes(head[:4], "big") < _MAX_FRAME:
         return "otlp-proto-stream"
-    if _text_with_json_lines(head):
+    if _text_with_json_lines(head) and detect_magic(head) is None:  # not a claimed text format
         return "otlp-jsonl"
     return "unknown"
 
