@@ -18,12 +18,13 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from otelcar import __version__
 from otelcar.config import ENV_HOME, debug_enabled
+from otelcar.contracts import render_schema_files
 from otelcar.errors import OtelcarError
 from otelcar.importer import expand_paths, iter_file_records
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
+from otelcar.model.cli import model_group
 from otelcar.render import import_report, step_details, steps_table, traces_table
-from otelcar.schema import render_schema_files
 from otelcar.store import Store
 from otelcar.views import records_view, steps_view, trace_view, traces_view
 
@@ -315,6 +316,274 @@ def collect_command(
     run_until_stopped(receiver, _console(), ready_file=ready_file)
 
 
+def _run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None) -> tuple:
+    from otelcar.project_config import load_config
+    from otelcar.replay import load_run
+
+    store = _store(ctx)
+    full_id = store.resolve(trace_id)
+    steps = store.steps(full_id)
+    return load_run(full_id, steps), load_config(config_path), steps
+
+
+@cli.command("replay")
+@click.argument("trace_id")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="otelcar.toml (default: ./otelcar.toml if present).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the fidelity report as JSON.")
+@click.pass_context
+def replay_command(
+    ctx: click.Context, trace_id: str, config_path: Path | None, as_json: bool
+) -> None:
+    """Fidelity check: replay the trace with every step held and compare with the recording.
+
+    Each LLM step gets a verdict: ok, held-only (reproduced, but changes upstream of it would
+    not propagate faithfully) or unreproducible, with the reason. With an outcome configured,
+    the recorded and replayed outcomes must agree. Exit status 1 when not reproducible.
+    """
+    from otelcar.replay import check_fidelity
+
+    run, config, steps = _run_and_config(ctx, trace_id, config_path)
+    report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        from otelcar.render import fidelity_table
+
+        _console().print(fidelity_table(report))
+    if not report.reproducible:
+        sys.exit(1)
+
+
+@cli.command("rollout")
+@click.argument("trace_id")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="otelcar.toml with the policies and the outcome.",
+)
+@click.option(
+    "--resample",
+    "resample_steps",
+    type=int,
+    multiple=True,
+    help="Re-decide this step (repeatable).",
+)
+@click.option("--from-step", type=int, help="Hold the steps before it, re-decide the rest.")
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A plan as JSON (Plan.to_json()).",
+)
+@click.option("-n", "--rollouts", type=int, help="Rollouts (default: [replay] rollouts).")
+@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option(
+    "--parquet",
+    "parquet_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every rollout's steps to this Parquet file.",
+)
+@click.pass_context
+def rollout_command(
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    resample_steps: tuple[int, ...],
+    from_step: int | None,
+    plan_path: Path | None,
+    rollouts: int | None,
+    seed: int | None,
+    as_json: bool,
+    parquet_path: Path | None,
+) -> None:
+    """Run an intervention plan on a trace R times and report how often it fails."""
+    from otelcar.replay import Budget, Environment, Plan, Resample, run_plan
+
+    run, config, _ = _run_and_config(ctx, trace_id, config_path)
+    plan = Plan.from_json(plan_path.read_text()) if plan_path else Plan()
+    plan = plan + Plan(tuple(Resample(s) for s in resample_steps))
+    if from_step is not None:
+        plan = plan + Plan.resample_from(from_step, [d.step for d in run.decisions])
+    settings = config.replay
+    env = Environment(config.registry, Budget(settings.max_calls, settings.max_tokens))
+    count = rollouts if rollouts is not None else settings.rollouts
+    err = _console(stderr=True)
+    with Progress(
+        TextColumn("rollouts"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("rollouts", total=count)
+        result = run_plan(
+            run,
+            plan,
+            env,
+            rollouts=count,
+            seed=seed if seed is not None else settings.seed,
+            outcome=config.outcome,
+            concurrency=settings.concurrency,
+            on_rollout=lambda _: progress.advance(task),
+        )
+    if parquet_path is not None:
+        result.steps().write_parquet(parquet_path)
+    summary = result.summary()
+    if as_json:
+        _emit_json(summary)
+        return
+    console = _console()
+    console.print(f"plan: {plan.describe()}", highlight=False)
+    judged = summary["judged"]
+    if config.outcome is not None:
+        console.print(f"outcome: {config.outcome.describe()}", highlight=False)
+        console.print(f"failed in {summary['failed']} of {judged} judged rollouts", highlight=False)
+    console.print(
+        f"status: {summary['status']}; cost: {summary['cost']}; {summary['wall_s']} s",
+        highlight=False,
+    )
+    for error in summary["errors"][:10]:
+        console.print(f"  {error}", style="yellow", highlight=False)
+
+
+def _fail_if(spec: str) -> dict[str, Any]:
+    """``tool_called:NAME``, ``tool_not_called:NAME``, ``final_answer:REGEX`` as outcome config."""
+    kind, _, value = spec.partition(":")
+    if kind in ("tool_called", "tool_not_called") and value:
+        return {"type": kind, "tool": value}
+    if kind == "final_answer" and value:
+        return {"type": "final_answer", "pattern": value}
+    raise click.BadParameter(
+        f"{spec!r}: use tool_called:NAME, tool_not_called:NAME or final_answer:REGEX",
+        param_hint="--fail-if",
+    )
+
+
+@cli.command("attribute")
+@click.argument("trace_id")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="otelcar.toml with the policies and the outcome.",
+)
+@click.option("--base-url", help="OpenAI-compatible server for the 'llm' policy (overrides).")
+@click.option("--model", help="Model name for --base-url.")
+@click.option(
+    "--fail-if",
+    "fail_if",
+    multiple=True,
+    help="Outcome rule (any of them fails): tool_called:NAME, tool_not_called:NAME, "
+    "final_answer:REGEX. Overrides [outcome].",
+)
+@click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
+@click.option(
+    "--max-rollouts",
+    type=int,
+    default=64,
+    show_default=True,
+    help="Adaptive mode: most rollouts per plan.",
+)
+@click.option(
+    "--first-look",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Adaptive mode: rollouts per plan at the first look (then doubling).",
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--budget", type=int, help="Most policy calls to spend.")
+@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the result as JSON here (schemas/attribution.schema.json); - for stdout.",
+)
+@click.pass_context
+def attribute_command(
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    base_url: str | None,
+    model: str | None,
+    fail_if: tuple[str, ...],
+    rollouts: int | None,
+    max_rollouts: int,
+    first_look: int,
+    confidence: float,
+    budget: int | None,
+    seed: int | None,
+    credit: bool,
+    json_path: Path | None,
+) -> None:
+    """Which step caused the failure: the commitment curve, step effects with intervals and
+    Holm-adjusted exact tests, the culprit, and what it cost."""
+    from otelcar.attribution import attribute
+    from otelcar.outcome import outcome_from_config
+    from otelcar.policies import OpenAICompatiblePolicy
+    from otelcar.render import attribution_report
+    from otelcar.replay import Budget
+
+    run, config, _ = _run_and_config(ctx, trace_id, config_path)
+    if base_url:
+        config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
+    if fail_if:
+        config.outcome = outcome_from_config(
+            {"any": [_fail_if(f) for f in fail_if]}, config.registry
+        )
+    if config.outcome is None:
+        raise click.UsageError("no outcome: add [outcome] to otelcar.toml or pass --fail-if")
+    settings = config.replay
+    err = _console(stderr=True)
+    with Progress(
+        TextColumn("rollouts"),
+        BarColumn(),
+        TextColumn("{task.completed} done"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("attribute", total=None)
+        result = attribute(
+            run,
+            registry=config.registry,
+            outcome=config.outcome,
+            confidence=confidence,
+            rollouts=rollouts,
+            first_look=first_look,
+            max_rollouts=max_rollouts,
+            seed=seed if seed is not None else settings.seed,
+            budget=Budget(
+                budget if budget is not None else settings.max_calls, settings.max_tokens
+            ),
+            concurrency=settings.concurrency,
+            credit=credit,
+            on_rollout=lambda _: progress.advance(task),
+        )
+    if json_path is not None:
+        text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+        if str(json_path) == "-":
+            click.echo(text)
+            return
+        json_path.write_text(text + "\n", encoding="utf-8")
+    attribution_report(_console(), result)
+    if json_path is not None:
+        _console().print(f"result written to {json_path}", highlight=False)
+
+
 @cli.command("schema")
 @click.option(
     "--write",
@@ -333,6 +602,9 @@ def schema_command(target: Path | None) -> None:
     for name, text in files.items():
         (target / name).write_text(text, encoding="utf-8")
         click.echo(f"wrote {target / name}")
+
+
+cli.add_command(model_group)
 
 
 def main(argv: list[str] | None = None) -> None:

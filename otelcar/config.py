@@ -4,6 +4,7 @@
 |---|---|---|
 | ``OTELCAR_HOME`` | directory of the local store | ``./.otelcar`` |
 | ``OTELCAR_DEBUG`` | ``1`` shows tracebacks on errors in the CLI | unset |
+| ``OTELCAR_DATA_DIR`` | user data (local model, its server logs) | ``~/.local/share/otelcar`` |
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 ENV_HOME = "OTELCAR_HOME"
 ENV_DEBUG = "OTELCAR_DEBUG"
+ENV_DATA_DIR = "OTELCAR_DATA_DIR"
 DEFAULT_HOME = ".otelcar"
 
 

@@ -23,7 +23,18 @@ class UndecodedRecordWarning(UserWarning):
 
 
 #: File name endings taken from a directory walk (files named explicitly are always read).
-DUMP_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".bin", ".otlp", ".protobuf")
+DUMP_SUFFIXES = (
+    ".json",
+    ".jsonl",
+    ".ndjson",
+    ".pb",
+    ".binpb",
+    ".bin",
+    ".otlp",
+    ".protobuf",
+    ".parquet",
+    ".csv",
+)
 
 
 def _is_dump_name(path: Path) -> bool:

@@ -195,3 +195,99 @@ def import_report(console: Console, report: ImportReport) -> None:
     console.print(Text(report.headline(), style=style))
     for line in report.details():
         console.print(Text(line))
+
+
+def fidelity_table(report: Any) -> Table:
+    """The per-step verdicts of a fidelity check."""
+    verdict_style = {"ok": "green", "held-only": "yellow", "unreproducible": "red"}
+    title = (
+        f"replay of {report.trace_id}: "
+        + ("reproducible" if report.reproducible else "NOT reproducible")
+        + ("" if report.propagates or not report.reproducible else " (some steps held-only)")
+    )
+    table = Table(title=title, header_style="bold")
+    table.add_column("step", justify="right")
+    table.add_column("agent")
+    table.add_column("verdict")
+    table.add_column("why")
+    for step in report.steps:
+        table.add_row(
+            str(step.step),
+            step.agent or "",
+            Text(step.verdict, style=verdict_style.get(step.verdict, "")),
+            "; ".join(step.reasons),
+        )
+    caption = [
+        f"replay ended: {report.replay_status}"
+        + (f" ({report.replay_error})" if report.replay_error else "")
+    ]
+    if report.outcome is not None:
+        caption.append(
+            f"outcome '{report.outcome}': recorded failed={report.recorded_failed}, "
+            f"replayed failed={report.replayed_failed}"
+        )
+    table.caption = "\n".join(caption)
+    return table
+
+
+def attribution_report(console: Console, result: Any) -> None:
+    """The verdict and a compact per-step table of an attribution."""
+    style = {"culprit": "bold red", "locked-in": "bold yellow", "undecided": "bold"}
+    console.print(Text(result.headline(), style=style.get(result.verdict, "")))
+    table = Table(
+        header_style="bold",
+        title=f"commitment curve of {result.trace_id} "
+        f"({result.mode}, {result.confidence:.1%} intervals, outcome: {result.outcome})",
+    )
+    for column in (
+        "step",
+        "agent",
+        "name",
+        "q (fail | held ≤ step)",
+        "Δ step effect",
+        "p (Holm)",
+        "n",
+    ):
+        table.add_column(column, justify="right" if column in ("step", "n") else "left")
+    b = result.baseline
+    table.add_row(
+        "start",
+        "",
+        "(everything re-decided)",
+        f"{b.q:.2f} [{b.q_ci.low:.2f}, {b.q_ci.high:.2f}]",
+        "",
+        "",
+        str(b.n),
+    )
+    for e in result.steps:
+        mark = (
+            " ◀ culprit"
+            if result.culprit is not None and e.step == result.culprit.step
+            else (" (tie)" if e.step in result.ties else "")
+        )
+        delta = Text(
+            f"{e.delta:+.2f} [{e.delta_ci.low:+.2f}, {e.delta_ci.high:+.2f}]{mark}",
+            style="bold red" if mark.strip() == "◀ culprit" else "",
+        )
+        table.add_row(
+            str(e.step),
+            e.agent or "",
+            e.name or "",
+            f"{e.q:.2f} [{e.q_ci.low:.2f}, {e.q_ci.high:.2f}]",
+            delta,
+            f"{e.p_adjusted:.2g}" + (" *" if e.significant else ""),
+            str(e.n),
+        )
+    console.print(table)
+    if result.point_of_no_return is not None:
+        console.print(f"point of no return: step {result.point_of_no_return}", highlight=False)
+    cost = result.cost
+    console.print(
+        f"cost: {cost.get('llm_calls', 0)} policy calls ({cost.get('cache_hits', 0)} "
+        f"cache hits), {cost.get('input_tokens', 0) + cost.get('output_tokens', 0)} "
+        f"tokens, {cost.get('rollouts', 0)} rollouts, {cost.get('wall_s', 0)} s; "
+        f"looks at {result.looks} rollouts per plan",
+        highlight=False,
+    )
+    for note in result.notes:
+        console.print(Text(f"note: {note}", style="yellow"))

@@ -6,7 +6,6 @@ module (``python -m otelcar.schema schemas/``) and a test checks they match the 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
@@ -340,22 +339,6 @@ def show_schema_document() -> dict[str, Any]:
                 "items": {"type": "object", "required": sorted(step), "properties": step},
             },
         },
-    }
-
-
-SCHEMA_FILES = {
-    "steps.schema.json": steps_schema_document,
-    "message.schema.json": message_schema_document,
-    "traces-list.schema.json": traces_list_schema_document,
-    "show.schema.json": show_schema_document,
-}
-
-
-def render_schema_files() -> dict[str, str]:
-    """File name → exact text of every generated schema file."""
-    return {
-        name: json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
-        for name, build in SCHEMA_FILES.items()
     }
 
 

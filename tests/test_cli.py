@@ -126,4 +126,6 @@ def test_schema_command_lists_files(run):
         "message.schema.json",
         "traces-list.schema.json",
         "show.schema.json",
+        "config.schema.json",
+        "attribution.schema.json",
     ]

@@ -221,20 +221,23 @@ def test_grpc_errors_are_otlp_status_codes(tmp_path):
 
 def test_backpressure_answers_retryable_codes(tmp_path, monkeypatch):
     store = Store(tmp_path / "s")
-    gate = threading.Event()
+    gate, writing = threading.Event(), threading.Event()
     real_append = store.append
 
     def slow_append(records):
-        gate.wait(20)
+        writing.set()
+        gate.wait(120)
         real_append(records)
 
     monkeypatch.setattr(store, "append", slow_append)
-    busy = Receiver(store, ReceiverConfig(grpc_port=0, http_port=0, max_pending=1))
+    busy = Receiver(
+        store, ReceiverConfig(grpc_port=0, http_port=0, max_pending=1, ack_timeout_s=300)
+    )
     busy.start()
     try:
         with ThreadPoolExecutor(4) as pool:
             first = pool.submit(_post, busy.http_port, TRACE_PB)  # taken by the writer
-            _wait_for(lambda: busy._writer.pending() == 0 and not first.done())
+            _wait_for(writing.is_set)  # the writer holds the first batch
             second = pool.submit(
                 _post, busy.http_port, TRACE_JSON, content_type="application/json"
             )  # queued

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import jsonschema
 
+from otelcar.contracts import render_schema_files
 from otelcar.messages import MESSAGE_DTYPE, TOOL_CALL_DTYPE, Message, ToolCall
-from otelcar.schema import STEP_COLUMN_DOCS, STEPS_SCHEMA, render_schema_files
+from otelcar.schema import STEP_COLUMN_DOCS, STEPS_SCHEMA
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 

@@ -15,7 +15,6 @@ from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import Backpressure, DurableWriter, WriterClosed
 
 log = logging.getLogger("otelcar.receiver")
-ACK_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,7 @@ def handle(
     except WriterClosed as exc:
         return Outcome("unavailable", message=str(exc))
     try:
-        ticket.wait(ACK_TIMEOUT_S)
+        ticket.wait(writer.ack_timeout_s)
     except Exception as exc:
         log.error("could not store a %s batch from %s: %s", signal, peer, exc)
         return Outcome("unavailable", message=f"could not store the batch: {exc}")

@@ -35,6 +35,7 @@ class ReceiverConfig:
     max_pending: int = 4096
     max_pending_bytes: int = 256 * 1024 * 1024
     materialize_every_s: float = 0.5
+    ack_timeout_s: float = 30.0
 
 
 class Receiver:

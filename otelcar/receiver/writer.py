@@ -48,9 +48,15 @@ class DurableWriter:
     """The single writer thread of a receiver."""
 
     def __init__(
-        self, store: Store, *, max_pending: int = 4096, max_pending_bytes: int = 256 * 1024 * 1024
+        self,
+        store: Store,
+        *,
+        max_pending: int = 4096,
+        max_pending_bytes: int = 256 * 1024 * 1024,
+        ack_timeout_s: float = 30.0,
     ) -> None:
         self.store = store
+        self.ack_timeout_s = ack_timeout_s  # how long a request waits for its fsync
         self.max_pending = max_pending
         self.max_pending_bytes = max_pending_bytes
         self._queue: deque[Ticket] = deque()

@@ -138,12 +138,13 @@ class Store:
                     size += len(record.payload)
                 if size >= BUILD_LIMIT_BYTES:
                     self.append(batch)
+                    batch, size = [], 0  # release the payloads: derivation reads them back
                     report.merge(self._materialize(self.derived, known=set()))
-                    batch, size = [], 0
                 if progress:
                     progress(seen)
             if batch:
                 self.append(batch)
+                batch = []
                 report.merge(self._materialize(self.derived, known=set()))
         return report
 

@@ -1,0 +1,214 @@
+"""The result of an attribution: typed, printable, and JSON
+(``schemas/attribution.schema.json``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelcar.attribution.curve import Baseline, StepEffect
+
+RESULT_VERSION = 1
+VERDICTS = ("culprit", "locked-in", "undecided")
+
+
+@dataclass
+class ShapleyValue:
+    step: int
+    phi: float
+    ci: tuple[float, float]
+    permutations: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "phi": self.phi,
+            "ci": list(self.ci),
+            "permutations": self.permutations,
+        }
+
+
+@dataclass
+class ShapleyResult:
+    values: list[ShapleyValue]
+    v_all: float
+    v_none: float
+    sum_phi: float
+    rollouts_per_coalition: int
+    permutations: int
+
+    @property
+    def efficiency_gap(self) -> float:
+        """Σφ − (v(all) − v(none)): near 0 when the estimate is consistent."""
+        return self.sum_phi - (self.v_all - self.v_none)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "values": [v.to_dict() for v in self.values],
+            "v_all": self.v_all,
+            "v_none": self.v_none,
+            "sum_phi": self.sum_phi,
+            "efficiency_gap": self.efficiency_gap,
+            "rollouts_per_coalition": self.rollouts_per_coalition,
+            "permutations": self.permutations,
+        }
+
+
+@dataclass
+class AttributionResult:
+    """Which step caused the failure, how sure, and what it cost."""
+
+    trace_id: str
+    outcome: str
+    question: str  # "failure" or "credit"
+    mode: str  # fixed | adaptive | bisect
+    confidence: float  # the level the reported intervals and tests use
+    requested_confidence: float
+    verdict: str
+    baseline: Baseline
+    steps: list[StepEffect]
+    culprit: StepEffect | None
+    ties: list[int]
+    point_of_no_return: int | None
+    harmful_step: int | None  # the decision whose recorded action made the outcome fail
+    looks: list[int]
+    cost: dict[str, Any]
+    shapley: ShapleyResult | None = None
+    notes: list[str] = field(default_factory=list)
+    rollout_errors: list[str] = field(default_factory=list)
+
+    def headline(self) -> str:
+        """One sentence: what, where, how sure, at what cost."""
+        calls = self.cost.get("llm_calls", 0)
+        if self.verdict == "culprit" and self.culprit is not None:
+            c = self.culprit
+            where = f"step {c.step} ({c.name}" + (f", agent {c.agent}" if c.agent else "") + ")"
+            tie = f"; cannot be told apart from steps {self.ties}" if self.ties else ""
+            return (
+                f"Step {c.step} caused the {self.question}: committing {where} raised "
+                f"P({self.question}) by {c.delta:+.2f} "
+                f"[{c.delta_ci.low:+.2f}, {c.delta_ci.high:+.2f}] "
+                f"({self.confidence:.1%} CI, p_adj={c.p_adjusted:.2g}, {c.pairs} paired "
+                f"rollouts){tie}. Cost: {calls} policy calls."
+            )
+        if self.verdict == "locked-in":
+            target = (
+                f" The harmful call was made at step {self.harmful_step}; run "
+                f"`otelcar why --step {self.harmful_step}`."
+                if self.harmful_step is not None
+                else ""
+            )
+            return (
+                f"Locked in: the {self.question} happens from the start "
+                f"(q_start={self.baseline.q:.2f} [{self.baseline.q_ci.low:.2f}, "
+                f"{self.baseline.q_ci.high:.2f}]) and no single step changes it.{target} "
+                f"Cost: {calls} policy calls."
+            )
+        return (
+            f"Undecided: no step's effect is significant at {self.confidence:.1%} with "
+            f"the rollouts spent. Cost: {calls} policy calls."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": RESULT_VERSION,
+            "kind": "attribution",
+            "trace_id": self.trace_id,
+            "outcome": self.outcome,
+            "question": self.question,
+            "mode": self.mode,
+            "confidence": self.confidence,
+            "requested_confidence": self.requested_confidence,
+            "verdict": self.verdict,
+            "headline": self.headline(),
+            "culprit": self.culprit.step if self.culprit else None,
+            "ties": self.ties,
+            "point_of_no_return": self.point_of_no_return,
+            "harmful_step": self.harmful_step,
+            "baseline": self.baseline.to_dict(),
+            "steps": [s.to_dict() for s in self.steps],
+            "looks": self.looks,
+            "cost": self.cost,
+            "shapley": self.shapley.to_dict() if self.shapley else None,
+            "notes": self.notes,
+            "rollout_errors": self.rollout_errors[:50],
+        }
+
+
+def attribution_schema_document() -> dict[str, Any]:
+    """JSON Schema of an attribution result (``schemas/attribution.schema.json``)."""
+    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    step = {
+        "type": "object",
+        "required": [
+            "index",
+            "step",
+            "q",
+            "q_ci",
+            "delta",
+            "delta_ci",
+            "p_value",
+            "p_adjusted",
+            "significant",
+            "pairs",
+            "rollouts",
+        ],
+        "properties": {
+            "index": {"type": "integer"},
+            "step": {"type": "integer"},
+            "agent": {"type": ["string", "null"]},
+            "name": {"type": ["string", "null"]},
+            "rollouts": {"type": "integer"},
+            "failures": {"type": "integer"},
+            "q": {"type": "number"},
+            "q_ci": interval,
+            "pairs": {"type": "integer"},
+            "discordant": {"type": "object"},
+            "delta": {"type": "number"},
+            "delta_ci": interval,
+            "p_value": {"type": "number"},
+            "p_adjusted": {"type": "number"},
+            "significant": {"type": "boolean"},
+            "repeats_recorded_action": {"type": "boolean"},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "otelcar/attribution.schema.json",
+        "title": "otelcar attribute --json",
+        "type": "object",
+        "required": [
+            "version",
+            "kind",
+            "trace_id",
+            "verdict",
+            "steps",
+            "baseline",
+            "cost",
+            "confidence",
+            "headline",
+        ],
+        "properties": {
+            "version": {"const": RESULT_VERSION},
+            "kind": {"const": "attribution"},
+            "trace_id": {"type": "string"},
+            "outcome": {"type": "string"},
+            "question": {"enum": ["failure", "success"]},
+            "mode": {"enum": ["fixed", "adaptive", "bisect"]},
+            "confidence": {"type": "number"},
+            "requested_confidence": {"type": "number"},
+            "verdict": {"enum": list(VERDICTS)},
+            "headline": {"type": "string"},
+            "culprit": {"type": ["integer", "null"]},
+            "ties": {"type": "array", "items": {"type": "integer"}},
+            "point_of_no_return": {"type": ["integer", "null"]},
+            "harmful_step": {"type": ["integer", "null"]},
+            "baseline": {"type": "object"},
+            "steps": {"type": "array", "items": step},
+            "looks": {"type": "array", "items": {"type": "integer"}},
+            "cost": {"type": "object"},
+            "shapley": {"type": ["object", "null"]},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "rollout_errors": {"type": "array", "items": {"type": "string"}},
+        },
+    }

@@ -1,0 +1,74 @@
+"""Running the curve's plans: rollouts added to chosen plans, outcomes kept by rollout index.
+
+Rollout indexes continue across rounds (round 2 of a plan starts where round 1 stopped), so
+the seeds, the pairing across plans and the request cache stay consistent however the
+rollouts are spread over rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from otelcar.attribution.curve import PlanOutcomes
+from otelcar.outcome import Outcome
+from otelcar.replay.engine import run_plan_async
+from otelcar.replay.harness import Environment, Rollout
+from otelcar.replay.plan import Plan
+from otelcar.replay.recorded import RecordedRun, same_message
+
+
+async def extend(
+    run: RecordedRun,
+    plans: dict[int, Plan],
+    outcomes: dict[int, PlanOutcomes],
+    env: Environment,
+    *,
+    upto: int,
+    needed: set[int],
+    seed: int,
+    outcome: Outcome,
+    concurrency: int,
+    on_rollout: Callable[[Rollout], None] | None = None,
+) -> None:
+    """Bring every plan in ``needed`` up to ``upto`` rollouts."""
+    factual = run.horizon - 1
+
+    async def one(k: int) -> None:
+        have = len(outcomes[k].failures)
+        if have >= upto:
+            return
+        if k == factual and have:  # the factual replay is deterministic: one rollout serves all
+            value = next(iter(outcomes[k].failures.values()))
+            for r in range(have, upto):
+                outcomes[k].failures[r] = value
+            return
+        count = 1 if k == factual else upto - have
+        result = await run_plan_async(
+            run,
+            plans[k],
+            env,
+            rollouts=count,
+            seed=seed,
+            outcome=outcome,
+            concurrency=concurrency,
+            first_rollout=have,
+            on_rollout=on_rollout,
+        )
+        target = outcomes[k]
+        target.errors.extend(result.errors)
+        for rollout, failed in zip(result.rollouts, result.failures, strict=True):
+            target.failures[rollout.index] = failed
+            first = k + 1
+            if first < run.horizon and first < len(rollout.decisions):
+                recorded = run.decisions[first].action
+                action = rollout.decisions[first].action
+                target.repeated_first[rollout.index] = (
+                    recorded is not None and action is not None and same_message(action, recorded)
+                )
+        if k == factual:
+            value = target.failures.get(have)
+            for r in range(have + 1, upto):
+                target.failures[r] = value
+
+    await asyncio.gather(*(one(k) for k in sorted(needed)))

@@ -1,0 +1,126 @@
+"""The statistics of attribution: intervals, exact tests, multiplicity, alpha spending.
+
+Every function is pure and documents its method and assumptions.
+
+- :func:`wilson` — Wilson score interval for a binomial proportion (Wilson 1927).
+- :func:`newcombe_paired` — interval for the difference of two *paired* proportions,
+  Newcombe (1998) method 10 (Wilson intervals of the margins with a correlation correction).
+- :func:`newcombe_unpaired` — Newcombe (1998) method 10 for independent samples
+  ("square-and-add" of Wilson limits).
+- :func:`mcnemar_exact_greater` — one-sided exact McNemar test on the discordant pairs
+  (H0: P(fail under plan B) ≤ P(fail under plan A)); exact binomial, no normal approximation.
+- :func:`holm` — Holm (1979) step-down adjustment: strong family-wise error control.
+- :func:`look_alpha` — alpha spending over a fixed schedule of looks (Bonferroni split), which
+  keeps the error rate valid under optional stopping at any of the scheduled looks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import stats
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    low: float
+    high: float
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+def _z(confidence: float) -> float:
+    return float(stats.norm.ppf(1 - (1 - confidence) / 2))
+
+
+def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval for ``successes / n`` (``[0, 1]`` when ``n == 0``)."""
+    if n == 0:
+        return Interval(0.0, 1.0)
+    z = _z(confidence)
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+
+
+def newcombe_unpaired(x1: int, n1: int, x2: int, n2: int, confidence: float = 0.95) -> Interval:
+    """Interval for ``x2/n2 - x1/n1`` from independent samples (Newcombe method 10)."""
+    p1, p2 = (x1 / n1 if n1 else 0.0), (x2 / n2 if n2 else 0.0)
+    w1, w2 = wilson(x1, n1, confidence), wilson(x2, n2, confidence)
+    d = p2 - p1
+    low = d - math.sqrt((p2 - w2.low) ** 2 + (w1.high - p1) ** 2)
+    high = d + math.sqrt((w2.high - p2) ** 2 + (p1 - w1.low) ** 2)
+    return Interval(max(-1.0, low), min(1.0, high))
+
+
+def newcombe_paired(
+    both: int, only_b: int, only_a: int, neither: int, confidence: float = 0.95
+) -> Interval:
+    """Interval for ``P(B) - P(A)`` from paired binary outcomes (Newcombe 1998, method 10).
+
+    Counts: ``both`` (A=1,B=1), ``only_b`` (A=0,B=1), ``only_a`` (A=1,B=0), ``neither``.
+    """
+    n = both + only_b + only_a + neither
+    if n == 0:
+        return Interval(-1.0, 1.0)
+    pa, pb = (both + only_a) / n, (both + only_b) / n
+    wa, wb = wilson(both + only_a, n, confidence), wilson(both + only_b, n, confidence)
+    d = pb - pa
+    # Correlation of the margins with Newcombe's continuity correction of the numerator:
+    # (ad - bc) - n/2 when ad - bc > n/2, itself when negative, else 0.
+    margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = 0.0
+    if margins > 0:
+        cross = both * neither - only_a * only_b
+        corrected = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
+        phi = corrected / math.sqrt(margins)
+    dl2 = (pb - wb.low) ** 2 - 2 * phi * (pb - wb.low) * (wa.high - pa) + (wa.high - pa) ** 2
+    du2 = (wb.high - pb) ** 2 - 2 * phi * (wb.high - pb) * (pa - wa.low) + (pa - wa.low) ** 2
+    return Interval(max(-1.0, d - math.sqrt(max(dl2, 0.0))), min(1.0, d + math.sqrt(max(du2, 0.0))))
+
+
+def mcnemar_exact_greater(only_b: int, only_a: int) -> float:
+    """One-sided exact McNemar p-value for H1: P(B) > P(A).
+
+    Under H0 the ``only_b`` discordant pairs are Binomial(only_a + only_b, 1/2) or fewer;
+    p = P(X ≥ only_b). With no discordant pair the p-value is 1.
+    """
+    discordant = only_a + only_b
+    if discordant == 0:
+        return 1.0
+    return float(stats.binom.sf(only_b - 1, discordant, 0.5))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values (same order as given)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    m = len(p_values)
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def look_schedule(first: int, maximum: int) -> list[int]:
+    """Rollout counts at which an adaptive run may look: doubling from ``first`` to
+    ``maximum`` (both included)."""
+    looks = []
+    r = max(1, first)
+    while r < maximum:
+        looks.append(r)
+        r *= 2
+    looks.append(maximum)
+    return looks
+
+
+def look_alpha(alpha: float, looks: int) -> float:
+    """Per-look significance level that keeps the overall level ``alpha`` whatever look the
+    run stops at (Bonferroni alpha spending over a fixed, pre-declared number of looks)."""
+    return alpha / max(1, looks)

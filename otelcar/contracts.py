@@ -1,0 +1,36 @@
+"""Every generated contract file of ``schemas/``, in one place.
+
+``otelcar schema --write schemas`` writes them; a test checks the committed files match.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from otelcar.attribution.result import attribution_schema_document
+from otelcar.project_config import config_schema_document
+from otelcar.schema import (
+    message_schema_document,
+    show_schema_document,
+    steps_schema_document,
+    traces_list_schema_document,
+)
+
+SCHEMA_FILES: dict[str, Callable[[], dict[str, Any]]] = {
+    "steps.schema.json": steps_schema_document,
+    "message.schema.json": message_schema_document,
+    "traces-list.schema.json": traces_list_schema_document,
+    "show.schema.json": show_schema_document,
+    "config.schema.json": config_schema_document,
+    "attribution.schema.json": attribution_schema_document,
+}
+
+
+def render_schema_files() -> dict[str, str]:
+    """File name → exact text of every generated schema file."""
+    return {
+        name: json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+        for name, build in SCHEMA_FILES.items()
+    }

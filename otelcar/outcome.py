@@ -1,0 +1,238 @@
+"""Outcomes: what counts as failure, as a function of a run's steps table.
+
+An outcome looks at a steps table — a recorded trace's (:data:`otelcar.schema.STEPS_SCHEMA`)
+or a rollout's (:data:`otelcar.replay.rollout_table.ROLLOUT_SCHEMA`); both have ``kind``,
+``tool_name``, ``tool_args``, ``tool_result``, ``output``, ``input_messages`` — and says
+whether the run **failed**. Built-ins:
+
+| ``type`` | fails when |
+|---|---|
+| ``tool_called`` | tool ``tool`` was called (with ``args`` matching, if given) |
+| ``tool_not_called`` | tool ``tool`` was never called (with matching ``args``) |
+| ``final_answer`` | the final answer matches ``pattern`` (regex) or ``contains`` text |
+|   | (``negate`` flips it) |
+| ``judge`` | the LLM policy ``policy`` answers yes to ``question`` about the transcript |
+| ``function`` | ``module:function(steps) -> bool`` returns True |
+
+``any`` / ``all`` combine rules. An argument matcher is a literal (equal, numbers compared
+exactly) or a string ``"re:<regex>"`` (full match on the value's text).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import polars as pl
+
+from otelcar.errors import OtelcarError
+from otelcar.messages import Message, decode_arguments
+
+
+class OutcomeError(OtelcarError):
+    """An outcome is misconfigured or could not be evaluated."""
+
+
+class Outcome(Protocol):
+    def describe(self) -> str: ...
+
+    async def failed(self, steps: pl.DataFrame) -> bool: ...
+
+
+def _matches(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, str) and expected.startswith("re:"):
+        text = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False)
+        return re.fullmatch(expected[3:], text) is not None
+    return expected == actual
+
+
+def tool_calls(steps: pl.DataFrame, tool: str) -> list[Any]:
+    """Arguments of every call of ``tool`` in a steps table (tool steps)."""
+    rows = steps.filter((pl.col("kind") == "tool") & (pl.col("tool_name") == tool))
+    return [decode_arguments(text) for text in rows["tool_args"].to_list()]
+
+
+def final_answer(steps: pl.DataFrame) -> str | None:
+    """The text of the last LLM output if it requested no tool call (else ``None``: the run
+    did not end with an answer)."""
+    for row in reversed(steps.filter(pl.col("kind") == "llm").sort("step").to_dicts()):
+        if row["output"] is None:
+            continue
+        message = Message.from_row(row["output"])
+        return message.content if not message.tool_calls else None
+    return None
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    tool: str
+    args: Mapping[str, Any] | None = None
+    negate: bool = False
+
+    def describe(self) -> str:
+        what = f"{self.tool}({', '.join(f'{k}={v!r}' for k, v in (self.args or {}).items())})"
+        return f"{'no call of' if self.negate else 'a call of'} {what}"
+
+    def _hit(self, arguments: Any) -> bool:
+        if not self.args:
+            return True
+        if not isinstance(arguments, dict):
+            return False
+        return all(k in arguments and _matches(v, arguments[k]) for k, v in self.args.items())
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        called = any(self._hit(a) for a in tool_calls(steps, self.tool))
+        return not called if self.negate else called
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    pattern: str | None = None
+    contains: str | None = None
+    negate: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.pattern is None) == (self.contains is None):
+            raise OutcomeError("final_answer needs exactly one of 'pattern' or 'contains'")
+
+    def describe(self) -> str:
+        what = (
+            f"matches /{self.pattern}/"
+            if self.pattern is not None
+            else f"contains {self.contains!r}"
+        )
+        return f"the final answer {'does not ' if self.negate else ''}{what}"
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        answer = final_answer(steps) or ""
+        if self.pattern is not None:
+            hit = re.search(self.pattern, answer) is not None
+        else:
+            hit = (self.contains or "") in answer
+        return not hit if self.negate else hit
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Asks an LLM policy a yes/no question about the transcript ("yes" = failure)."""
+
+    policy: Any
+    question: str
+
+    def describe(self) -> str:
+        return f"judge {getattr(self.policy, 'name', '?')}: {self.question}"
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        from otelcar.policies.base import DecisionRequest
+
+        transcript = _transcript(steps)
+        request = DecisionRequest(
+            messages=(
+                Message("system", "You grade an AI agent's run. Answer only yes or no."),
+                Message("user", f"{transcript}\n\nQuestion: {self.question}"),
+            ),
+            tools=None,
+            params={"temperature": 0, "max_tokens": 8},
+            model=None,
+            seed=0,
+            step=None,
+        )
+        answer = (await self.policy.decide(request)).message.content or ""
+        word = answer.strip().lower()
+        if word.startswith("yes"):
+            return True
+        if word.startswith("no"):
+            return False
+        raise OutcomeError(f"judge answered {answer[:80]!r}, not yes or no")
+
+
+def _transcript(steps: pl.DataFrame) -> str:
+    lines = []
+    for row in steps.sort("step").to_dicts():
+        if row["kind"] == "llm" and row["output"] is not None:
+            message = Message.from_row(row["output"])
+            calls = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in message.tool_calls)
+            lines.append(f"agent: {message.content or ''} {calls}".strip())
+        elif row["kind"] == "tool":
+            lines.append(f"tool {row['tool_name']} → {row['tool_result']}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FunctionOutcome:
+    function: Callable[[pl.DataFrame], Any]
+    name: str = "function"
+
+    def describe(self) -> str:
+        return self.name
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        result = self.function(steps)
+        if inspect.isawaitable(result):
+            result = await result
+        return bool(result)
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    rules: tuple[Outcome, ...]
+
+    def describe(self) -> str:
+        return " or ".join(r.describe() for r in self.rules)
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        for rule in self.rules:
+            if await rule.failed(steps):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class AllOf:
+    rules: tuple[Outcome, ...]
+
+    def describe(self) -> str:
+        return " and ".join(r.describe() for r in self.rules)
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        for rule in self.rules:
+            if not await rule.failed(steps):
+                return False
+        return True
+
+
+def outcome_from_config(config: Mapping[str, Any], registry: Any = None) -> Outcome:
+    """Build an outcome from the ``[outcome]`` table of ``otelcar.toml``."""
+    if "any" in config or "all" in config:
+        key = "any" if "any" in config else "all"
+        rules = tuple(outcome_from_config(rule, registry) for rule in config[key])
+        if not rules:
+            raise OutcomeError(f"outcome '{key}' has no rules")
+        return AnyOf(rules) if key == "any" else AllOf(rules)
+    kind = config.get("type")
+    options = {k: v for k, v in config.items() if k != "type"}
+    try:
+        if kind == "tool_called":
+            return ToolCalled(options.pop("tool"), options.pop("args", None), **options)
+        if kind == "tool_not_called":
+            return ToolCalled(options.pop("tool"), options.pop("args", None), negate=True)
+        if kind == "final_answer":
+            return FinalAnswer(**options)
+        if kind == "judge":
+            if registry is None:
+                raise OutcomeError("a judge outcome needs the policy registry")
+            return Judge(registry.llm(options.get("policy", "llm")), options["question"])
+        if kind == "function":
+            from otelcar.policies.python import load_callable
+
+            return FunctionOutcome(load_callable(options["function"]), options["function"])
+    except (KeyError, TypeError) as exc:
+        raise OutcomeError(f"outcome {kind!r}: bad or missing option ({exc})") from None
+    raise OutcomeError(
+        f"unknown outcome type {kind!r}; known: tool_called, tool_not_called, "
+        "final_answer, judge, function (and any/all)"
+    )

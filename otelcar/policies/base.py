@@ -1,0 +1,87 @@
+"""Policy contracts: what the replay harness asks a policy, and what it gets back.
+
+An **LLM policy** re-decides a decision step: it receives the rebuilt context (normalized
+messages), the tools, the sampling parameters and a seed, and returns an assistant message.
+A **tool policy** produces the observation of a tool call the recording cannot serve.
+Policies are async; plain functions are wrapped by the classes of
+:mod:`otelcar.policies.python`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from otelcar.errors import OtelcarError
+from otelcar.messages import Arguments, Message
+
+
+class PolicyError(OtelcarError):
+    """A policy failed (unreachable server, bad response, missing configuration)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRequest:
+    """One re-decision of decision step ``step`` (``None`` beyond the recorded horizon)."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[dict[str, Any], ...] | None
+    params: dict[str, Any]
+    model: str | None
+    seed: int
+    step: int | None
+    agent: str | None = None
+
+    def cache_key(self, policy: str) -> str:
+        """Identity of the request for the request cache: (policy, request, seed)."""
+        payload = {
+            "policy": policy,
+            "messages": [m.to_dict() for m in self.messages],
+            "tools": list(self.tools) if self.tools is not None else None,
+            "params": self.params,
+            "model": self.model,
+            "seed": self.seed,
+        }
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A policy's answer: the assistant message and what it cost."""
+
+    message: Message
+    input_tokens: int = 0
+    output_tokens: int = 0
+    policy: str = ""
+    raw: dict[str, Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """A tool call the recording cannot serve (new arguments, or a mocked environment)."""
+
+    name: str
+    arguments: Arguments
+    call_id: str | None
+    step: int | None
+    seed: int
+    context: tuple[Message, ...] = ()
+
+
+@runtime_checkable
+class LLMPolicy(Protocol):
+    name: str
+    max_concurrency: int
+
+    async def decide(self, request: DecisionRequest) -> Decision: ...
+
+
+@runtime_checkable
+class ToolPolicy(Protocol):
+    name: str
+    max_concurrency: int
+
+    async def run(self, request: ToolRequest) -> str: ...

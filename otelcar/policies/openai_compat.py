@@ -1,0 +1,222 @@
+"""OpenAI-compatible chat policy: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio, …
+
+Sends the rebuilt context as chat messages with the recorded tools and sampling parameters
+(overridable), passes the rollout's ``seed``, parses tool calls, and retries transient
+failures (connection errors, timeouts, 429, 5xx) with exponential backoff.
+
+Message mapping: ``system``/``user``/``assistant``/``tool`` pass through (an assistant's
+missing text is sent as ``""``: some servers reject ``null``); in multi-agent contexts the
+deciding agent's own messages become ``assistant`` and every other participant's become
+``user`` messages prefixed with ``[name]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from typing import Any
+
+from otelcar.messages import Message, ToolCall, parse_arguments
+from otelcar.policies.base import Decision, DecisionRequest, PolicyError
+
+log = logging.getLogger("otelcar.policies")
+STANDARD_ROLES = ("system", "user", "assistant", "tool", "developer")
+SAMPLING_KEYS = ("top_p", "max_tokens", "stop", "frequency_penalty", "presence_penalty")
+
+
+def to_openai_messages(
+    messages: tuple[Message, ...] | list[Message], agent: str | None = None
+) -> list[dict[str, Any]]:
+    """Normalized messages as OpenAI chat-completions messages."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.role
+        if role not in STANDARD_ROLES:
+            if agent is not None and role == agent:
+                role = "assistant"
+            else:
+                out.append({"role": "user", "content": f"[{role}] {message.content or ''}"})
+                continue
+        item: dict[str, Any] = {"role": role, "content": message.content or ""}
+        if role == "assistant" and message.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": call.id or f"call_{index}",
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.arguments
+                        if isinstance(call.arguments, str)
+                        else json.dumps(call.arguments or {}, ensure_ascii=False),
+                    },
+                }
+                for index, call in enumerate(message.tool_calls)
+            ]
+        if role == "tool":
+            item["tool_call_id"] = message.tool_call_id or ""
+        if message.name and role in ("user", "assistant"):
+            item["name"] = message.name
+        out.append(item)
+    return out
+
+
+def to_openai_tools(tools: tuple[dict[str, Any], ...] | None) -> list[dict[str, Any]] | None:
+    if not tools:
+        return None
+    return [
+        {
+            "type": "function",
+            "function": {
+                key: value
+                for key, value in (
+                    ("name", tool.get("name")),
+                    ("description", tool.get("description")),
+                    ("parameters", tool.get("parameters")),
+                )
+                if value is not None
+            },
+        }
+        for tool in tools
+    ]
+
+
+def from_openai_message(message: Any) -> Message:
+    """An OpenAI SDK (or dict) assistant message as a normalized message."""
+    data = message if isinstance(message, dict) else message.model_dump()
+    calls = tuple(
+        ToolCall(
+            name=(call.get("function") or {}).get("name"),
+            arguments=parse_arguments((call.get("function") or {}).get("arguments")),
+            id=call.get("id"),
+        )
+        for call in data.get("tool_calls") or ()
+    )
+    return Message(role="assistant", content=data.get("content"), tool_calls=calls)
+
+
+class OpenAICompatiblePolicy:
+    """LLM policy for any OpenAI-compatible chat-completions server."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        temperature: float | None = None,
+        sampling_temperature: float = 1.0,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        max_concurrency: int = 4,
+        tool_choice: Any = None,
+        extra_body: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.sampling_temperature = sampling_temperature
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.max_concurrency = max_concurrency
+        self.tool_choice = tool_choice
+        self.extra_body = extra_body or {}
+        self.name = name or f"openai:{model or 'recorded-model'}"
+        self._client: Any = None
+        self._warned_zero = False
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError:
+                raise PolicyError(
+                    "the openai package is required for OpenAI-compatible "
+                    "policies (pip install openai)"
+                ) from None
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=os.environ.get(self.api_key_env) or "not-needed",
+                max_retries=0,
+                timeout=self.timeout_s,
+            )
+        return self._client
+
+    def request_body(self, request: DecisionRequest) -> dict[str, Any]:
+        """The chat-completions request sent for ``request`` (also used by tests)."""
+        body: dict[str, Any] = {
+            "model": self.model or request.model or "default",
+            "messages": to_openai_messages(request.messages, request.agent),
+            "seed": request.seed,
+            "temperature": self._temperature(request),
+        }
+        for key in SAMPLING_KEYS:
+            if request.params.get(key) is not None:
+                body[key] = request.params[key]
+        tools = to_openai_tools(request.tools)
+        if tools:
+            body["tools"] = tools
+            if self.tool_choice is not None:
+                body["tool_choice"] = self.tool_choice
+        return body
+
+    def _temperature(self, request: DecisionRequest) -> float:
+        if self.temperature is not None:
+            return self.temperature
+        recorded = request.params.get("temperature")
+        if recorded is None:
+            return self.sampling_temperature
+        if recorded == 0:
+            if not self._warned_zero:
+                log.warning(
+                    "step %s was recorded at temperature 0: resampling it at the "
+                    "recorded temperature would repeat it; using the policy's sampling "
+                    "temperature %s",
+                    request.step,
+                    self.sampling_temperature,
+                )
+                self._warned_zero = True
+            return self.sampling_temperature
+        return float(recorded)
+
+    async def decide(self, request: DecisionRequest) -> Decision:
+        import openai
+
+        client = self._get_client()
+        body = self.request_body(request)
+        delay = 0.5
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await client.chat.completions.create(
+                    **body, extra_body=self.extra_body or None
+                )
+                break
+            except (
+                openai.APIConnectionError,
+                openai.APITimeoutError,
+                openai.RateLimitError,
+                openai.InternalServerError,
+            ) as exc:
+                if attempt == self.max_retries:
+                    raise PolicyError(
+                        f"{self.name} at {self.base_url}: {exc} (after {attempt + 1} attempts)"
+                    ) from None
+                await asyncio.sleep(delay)
+                delay *= 2
+            except openai.APIError as exc:
+                raise PolicyError(
+                    f"{self.name} at {self.base_url} refused the request: {exc}"
+                ) from None
+        if not response.choices:
+            raise PolicyError(f"{self.name} returned no choices")
+        usage = response.usage
+        return Decision(
+            from_openai_message(response.choices[0].message),
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            policy=self.name,
+            raw={"id": response.id, "model": response.model},
+        )

@@ -1,0 +1,177 @@
+"""The policy registry: which policy re-decides which step, from Python or ``otelcar.toml``.
+
+Keys: ``llm`` (every decision), ``llm:<agent or step name>`` (more specific, wins),
+``tool:<name>``, ``tool:*``. Unregistered tools fall back to the recorded-only policy, which
+refuses calls the recording cannot serve (the rollout then fails with that reason).
+
+Policy *types* (for configuration) are a registry too: built-ins register through
+:func:`register_policy_type` exactly as third-party ones do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from otelcar.policies.base import LLMPolicy, PolicyError, ToolPolicy
+from otelcar.policies.mocks import RecordedOnlyToolPolicy, StaticLLMPolicy, StaticToolPolicy
+from otelcar.policies.openai_compat import OpenAICompatiblePolicy
+from otelcar.policies.python import (
+    CallableLLMPolicy,
+    CallableToolPolicy,
+    KeywordToolPolicy,
+    load_callable,
+)
+from otelcar.policies.simulated import SimulatedToolPolicy
+
+Factory = Callable[[dict[str, Any], "PolicyRegistry", str], Any]
+_TYPES: dict[str, tuple[str, Factory]] = {}
+
+
+def register_policy_type(name: str, kind: str, factory: Factory) -> None:
+    """Make ``type = "<name>"`` usable in configuration; ``kind`` is ``llm``, ``tool`` or
+    ``both``; ``factory(options, registry, role)`` builds the policy for ``role`` (``llm`` or
+    ``tool``: the kind of key it is registered under)."""
+    _TYPES[name] = (kind, factory)
+
+
+def policy_types() -> dict[str, str]:
+    return {name: kind for name, (kind, _) in _TYPES.items()}
+
+
+class PolicyRegistry:
+    """Policies by key (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._llm: dict[str, LLMPolicy] = {}
+        self._tool: dict[str, ToolPolicy] = {}
+        self.default_tool: ToolPolicy = RecordedOnlyToolPolicy()
+
+    def register(self, key: str, policy: Any) -> PolicyRegistry:
+        kind, _, name = key.partition(":")
+        if kind == "llm":
+            if not hasattr(policy, "decide"):
+                raise PolicyError(f"{key}: an LLM policy needs an async decide(request)")
+            self._llm[key] = policy
+        elif kind == "tool" and name:
+            if not hasattr(policy, "run"):
+                raise PolicyError(f"{key}: a tool policy needs an async run(request)")
+            self._tool[key] = policy
+        else:
+            raise PolicyError(
+                f"invalid policy key {key!r}: use llm, llm:<name>, tool:<name> or tool:*"
+            )
+        return self
+
+    def keys(self) -> list[str]:
+        return [*self._llm, *self._tool]
+
+    def llm(self, key: str) -> LLMPolicy:
+        if key not in self._llm:
+            raise PolicyError(
+                f"no LLM policy {key!r}; registered: {', '.join(self._llm) or 'none'}"
+            )
+        return self._llm[key]
+
+    def llm_for(self, *, agent: str | None, name: str | None) -> LLMPolicy:
+        """The most specific LLM policy for a decision of ``agent`` / step ``name``."""
+        for key in (f"llm:{agent}" if agent else None, f"llm:{name}" if name else None, "llm"):
+            if key and key in self._llm:
+                return self._llm[key]
+        raise PolicyError(
+            "no LLM policy registered for this decision (agent "
+            f"{agent!r}, step {name!r}); register 'llm' (or 'llm:<agent>') in otelcar.toml "
+            "or with PolicyRegistry.register"
+        )
+
+    def tool_for(self, name: str) -> ToolPolicy:
+        return self._tool.get(f"tool:{name}") or self._tool.get("tool:*") or self.default_tool
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Mapping[str, Any]]) -> PolicyRegistry:
+        """Build from ``{key: {type: ..., options...}}`` (the ``[policies]`` table)."""
+        registry = cls()
+        # LLM policies first: simulated tools refer to them.
+        ordered = sorted(config.items(), key=lambda kv: not kv[0].startswith("llm"))
+        for key, options in ordered:
+            type_name = options.get("type")
+            if type_name not in _TYPES:
+                known = ", ".join(sorted(_TYPES))
+                raise PolicyError(f"policy {key!r}: unknown type {type_name!r}; known: {known}")
+            kind, factory = _TYPES[type_name]
+            wanted = key.partition(":")[0]
+            if kind not in (wanted, "both"):
+                raise PolicyError(f"policy {key!r}: type {type_name!r} is a {kind} policy")
+            rest = {k: v for k, v in options.items() if k != "type"}
+            registry.register(key, factory(rest, registry, wanted))
+        return registry
+
+
+def _options(options: dict[str, Any], allowed: set[str], type_name: str) -> dict[str, Any]:
+    unknown = set(options) - allowed
+    if unknown:
+        raise PolicyError(
+            f"{type_name} policy: unknown option(s) {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+    return options
+
+
+def _openai(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    allowed = {
+        "base_url",
+        "model",
+        "api_key_env",
+        "temperature",
+        "sampling_temperature",
+        "timeout_s",
+        "max_retries",
+        "max_concurrency",
+        "tool_choice",
+        "extra_body",
+        "name",
+    }
+    return OpenAICompatiblePolicy(**_options(options, allowed, "openai"))
+
+
+def _python(options: dict[str, Any], _: PolicyRegistry, role: str) -> Any:
+    tool = role == "tool"
+    _options(options, {"function", "keywords", "max_concurrency"}, "python")
+    if "function" not in options:
+        raise PolicyError("python policy: 'function' (module:function) is required")
+    function = load_callable(options["function"])
+    concurrency = int(options.get("max_concurrency", 64))
+    if tool:
+        cls = KeywordToolPolicy if options.get("keywords", True) else CallableToolPolicy
+        return cls(function, name=options["function"], max_concurrency=concurrency)
+    return CallableLLMPolicy(function, name=options["function"], max_concurrency=concurrency)
+
+
+def _static(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    _options(options, {"responses", "name"}, "static")
+    return StaticLLMPolicy(options.get("responses") or [], name=options.get("name", "static"))
+
+
+def _mock(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    _options(options, {"results", "name"}, "mock")
+    return StaticToolPolicy(options.get("results") or {}, name=options.get("name", "mock"))
+
+
+def _recorded(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    _options(options, set(), "recorded")
+    return RecordedOnlyToolPolicy()
+
+
+def _simulated(options: dict[str, Any], registry: PolicyRegistry, _: str) -> Any:
+    _options(options, {"llm", "max_examples"}, "simulated")
+    return SimulatedToolPolicy(
+        registry.llm(options.get("llm", "llm")), max_examples=int(options.get("max_examples", 5))
+    )
+
+
+register_policy_type("openai", "llm", _openai)
+register_policy_type("python", "both", _python)
+register_policy_type("static", "llm", _static)
+register_policy_type("mock", "tool", _mock)
+register_policy_type("recorded", "tool", _recorded)
+register_policy_type("simulated", "tool", _simulated)

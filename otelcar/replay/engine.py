@@ -1,0 +1,114 @@
+"""The rollout engine: R rollouts of a plan, concurrently, seeded, cached, budgeted.
+
+Rollout ``r`` of every plan uses the seeds derived from (seed, r, decision), so comparing two
+plans rollout by rollout pairs them (common random numbers). Rollouts run concurrently
+(``concurrency``), each policy bounded by its own ``max_concurrency``; a request cache keyed by
+(policy, request, seed) serves repeats for free; a :class:`~otelcar.replay.harness.Budget`
+stops cleanly with partial results; a failed rollout is counted and reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from otelcar.outcome import Outcome
+from otelcar.replay.harness import Environment, Rollout, replay
+from otelcar.replay.plan import Plan
+from otelcar.replay.recorded import RecordedRun
+from otelcar.replay.rollout_table import ROLLOUT_SCHEMA, rollout_steps
+
+
+@dataclass
+class RolloutSet:
+    """The rollouts of one plan, their outcomes and what they cost."""
+
+    plan: Plan
+    rollouts: list[Rollout]
+    failures: list[bool | None]  # per rollout: outcome (True = failed), None when not judged
+    wall_s: float
+    cost: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def judged(self) -> list[bool]:
+        return [f for f in self.failures if f is not None]
+
+    @property
+    def n_failed_outcome(self) -> int:
+        return sum(self.judged)
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"rollout {r.index}: {r.error}" for r in self.rollouts if not r.ok]
+
+    def steps(self) -> pl.DataFrame:
+        """All rollouts as one table (column ``rollout`` tells them apart)."""
+        frames = [rollout_steps(r) for r in self.rollouts]
+        return pl.concat(frames) if frames else pl.DataFrame(schema=ROLLOUT_SCHEMA)
+
+    def summary(self) -> dict[str, Any]:
+        judged = self.judged
+        return {
+            "plan": self.plan.to_dict(),
+            "rollouts": len(self.rollouts),
+            "judged": len(judged),
+            "failed": sum(judged),
+            "errors": self.errors,
+            "status": {
+                s: sum(r.status == s for r in self.rollouts)
+                for s in sorted({r.status for r in self.rollouts})
+            },
+            "wall_s": round(self.wall_s, 3),
+            "cost": self.cost,
+        }
+
+
+async def run_plan_async(
+    run: RecordedRun,
+    plan: Plan,
+    env: Environment,
+    *,
+    rollouts: int,
+    seed: int = 0,
+    outcome: Outcome | None = None,
+    concurrency: int = 8,
+    first_rollout: int = 0,
+    on_rollout: Callable[[Rollout], None] | None = None,
+) -> RolloutSet:
+    """Run ``rollouts`` rollouts of ``plan`` (indexes ``first_rollout``…) and judge them."""
+    start = time.perf_counter()
+    before = env.accounting.to_dict()
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(index: int) -> tuple[Rollout, bool | None]:
+        async with gate:
+            result = await replay(run, plan, env, rollout=index, base_seed=seed)
+        failed = None
+        if outcome is not None and result.ok:
+            try:
+                failed = await outcome.failed(rollout_steps(result))
+            except Exception as exc:
+                result.status, result.error = "failed", f"outcome: {exc}"
+        if on_rollout is not None:
+            on_rollout(result)
+        return result, failed
+
+    done = await asyncio.gather(*(one(first_rollout + i) for i in range(rollouts)))
+    after = env.accounting.to_dict()
+    return RolloutSet(
+        plan,
+        [r for r, _ in done],
+        [f for _, f in done],
+        time.perf_counter() - start,
+        {k: after[k] - before[k] for k in after},
+    )
+
+
+def run_plan(run: RecordedRun, plan: Plan, env: Environment, **options: Any) -> RolloutSet:
+    """Synchronous :func:`run_plan_async` (for scripts and the CLI)."""
+    return asyncio.run(run_plan_async(run, plan, env, **options))

@@ -1,0 +1,445 @@
+"""The replay harness: the rebuilt agent, one rollout of one plan (DESIGN.md §5).
+
+The loop: take the context of the next decision (its template expanded with the actions and
+observations of *this* rollout), apply the plan's context edits, get an action (the recorded
+one while the timeline has not diverged and the plan leaves the step alone; otherwise the
+registered policy's, or the plan's), execute each tool call (the cassette when the same call
+was recorded, the tool policy otherwise, or the plan's mocked observation), and continue
+until a final answer, or the recorded horizon plus ``slack`` decisions.
+
+A rollout is a pure function of (recorded run, plan, seed): every policy call gets the seed
+derived from (base seed, rollout index, decision index), so the same seeds recur across plans
+(common random numbers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+
+from otelcar.errors import OtelcarError
+from otelcar.messages import Message, ToolCall
+from otelcar.policies.base import Decision, DecisionRequest, PolicyError, ToolRequest
+from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.cassette import Cassette
+from otelcar.replay.plan import Do, EditContext, Observe, Plan, Remove, Resample, SwapModel
+from otelcar.replay.recorded import (
+    ActionRef,
+    Literal,
+    ObsRef,
+    RecordedDecision,
+    RecordedRun,
+    same_message,
+)
+
+DEFAULT_SLACK = 4
+
+
+class BudgetExhausted(OtelcarError):
+    """The policy-call or token budget ran out."""
+
+
+class ReplayError(OtelcarError):
+    """A rollout could not continue (missing content, failing policy)."""
+
+
+def derive_seed(base_seed: int, rollout: int, decision: int) -> int:
+    """The seed of decision ``decision`` in rollout ``rollout`` (stable across plans)."""
+    digest = hashlib.sha256(f"{base_seed}:{rollout}:{decision}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass(slots=True)
+class Budget:
+    """Caps on policy calls and tokens, shared by all rollouts of a run (``None``: no cap)."""
+
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    calls: int = 0
+    tokens: int = 0
+
+    def reserve(self) -> None:
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            raise BudgetExhausted(f"policy-call budget of {self.max_calls} spent")
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            raise BudgetExhausted(f"token budget of {self.max_tokens} spent")
+        self.calls += 1
+
+
+@dataclass(slots=True)
+class Accounting:
+    """What a run cost: policy calls (cache hits are free), tokens, tool-policy calls."""
+
+    llm_calls: int = 0
+    cache_hits: int = 0
+    tool_calls: int = 0
+    cassette_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+@dataclass
+class Environment:
+    """Shared by the rollouts of one run: policies, request cache, budget, accounting."""
+
+    registry: PolicyRegistry
+    budget: Budget = field(default_factory=Budget)
+    cache: dict[str, Decision] = field(default_factory=dict)
+    accounting: Accounting = field(default_factory=Accounting)
+    _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+
+    def semaphore(self, name: str, limit: int) -> asyncio.Semaphore:
+        if name not in self._semaphores:
+            self._semaphores[name] = asyncio.Semaphore(max(1, limit))
+        return self._semaphores[name]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedObservation:
+    call: ToolCall
+    result: str | None
+    error: str | None
+    origin: str  # cassette | observe | tool policy name
+
+
+@dataclass(slots=True)
+class ReplayedDecision:
+    """One decision as it happened in a rollout."""
+
+    index: int
+    recorded_step: int | None
+    agent: str | None
+    name: str
+    context: list[Message] | None
+    action: Message | None
+    observations: list[ReplayedObservation]
+    origin: str  # recorded | do | removed | policy:<name> | cache:<name>
+    seed: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    diverged_before: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Rollout:
+    """One rollout of one plan: its decisions, how it ended, and why."""
+
+    index: int
+    seed: int
+    plan: Plan
+    decisions: list[ReplayedDecision] = field(default_factory=list)
+    status: str = "running"  # final | horizon | failed | budget
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("final", "horizon")
+
+
+class _State:
+    """Actions and observations of the rollout so far, and which of them changed."""
+
+    def __init__(self) -> None:
+        self.actions: dict[int, Message | None] = {}
+        self.observations: dict[int, list[ReplayedObservation]] = {}
+        self.action_changed: set[int] = set()
+        self.obs_changed: set[tuple[int, int]] = set()
+
+    def expand(self, decision: RecordedDecision) -> list[Message]:
+        """The decision's recorded context with this rollout's changes carried in."""
+        out: list[Message] = []
+        emitted: set[int] = set()
+        referenced_obs = {item.decision for item in decision.template if isinstance(item, ObsRef)}
+        for item in decision.template:
+            if isinstance(item, Literal):
+                out.append(item.message)
+            elif isinstance(item, ActionRef):
+                j = item.decision
+                if j not in self.action_changed:
+                    out.append(item.message)
+                    continue
+                action = self.actions.get(j)
+                if action is None:
+                    continue  # removed
+                out.append(_in_role(action, item.message.role))
+                if j not in referenced_obs:  # the new action has calls the recording lacked
+                    out.extend(self._obs_messages(j))
+                    emitted.add(j)
+            else:
+                j = item.decision
+                if j not in self.action_changed and (j, item.call) not in self.obs_changed:
+                    out.append(item.message)
+                    continue
+                if j in self.action_changed:
+                    if j not in emitted:
+                        out.extend(self._obs_messages(j))
+                        emitted.add(j)
+                    continue
+                obs = self.observations[j][item.call]
+                out.append(
+                    Message(
+                        "tool",
+                        obs.result if obs.result is not None else obs.error,
+                        tool_call_id=item.message.tool_call_id,
+                    )
+                )
+        return out
+
+    def _obs_messages(self, j: int) -> list[Message]:
+        return [
+            Message("tool", o.result if o.result is not None else o.error, tool_call_id=o.call.id)
+            for o in self.observations.get(j, ())
+        ]
+
+
+def _in_role(message: Message, role: str) -> Message:
+    if message.role == role:
+        return message
+    return Message(
+        role,
+        message.content,
+        message.tool_calls,
+        message.tool_call_id,
+        message.name,
+        message.reasoning,
+    )
+
+
+async def replay(
+    run: RecordedRun,
+    plan: Plan,
+    env: Environment,
+    *,
+    rollout: int = 0,
+    base_seed: int = 0,
+    slack: int = DEFAULT_SLACK,
+) -> Rollout:
+    """Run one rollout of ``plan``; never raises for a policy failure (the rollout records it)."""
+    result = Rollout(index=rollout, seed=base_seed, plan=plan)
+    state = _State()
+    cassette = Cassette(run)
+    diverged = False
+    previous: ReplayedDecision | None = None
+    k = 0
+    try:
+        while True:
+            recorded = run.decisions[k] if k < run.horizon else None
+            if recorded is None and (not diverged or previous is None or k >= run.horizon + slack):
+                result.status = "horizon"
+                return result
+            step = recorded.step if recorded else None
+            interventions = plan.at(step) if step is not None else []
+            seed = derive_seed(base_seed, rollout, k)
+            context = _context(recorded, previous, state)
+            edited = False
+            for item in interventions:
+                if isinstance(item, EditContext):
+                    if context is None:
+                        raise ReplayError(
+                            f"step {step}: cannot edit a context that was not captured"
+                        )
+                    context = item.edit.apply(context)
+                    edited = True
+            replayed = ReplayedDecision(
+                index=k,
+                recorded_step=step,
+                agent=recorded.agent if recorded else (previous.agent if previous else None),
+                name=recorded.name if recorded else (previous.name if previous else "llm"),
+                context=context,
+                action=None,
+                observations=[],
+                origin="",
+                seed=seed,
+                diverged_before=diverged,
+            )
+            await _decide(replayed, recorded, interventions, context, run, env, diverged or edited)
+            action_changed = (
+                recorded is None
+                or replayed.action is None
+                or recorded.action is None
+                or not same_message(replayed.action, recorded.action)
+            )
+            state.actions[k] = replayed.action
+            if action_changed:
+                state.action_changed.add(k)
+            result.decisions.append(replayed)  # before the tools: a failure shows where
+            await _execute(replayed, recorded, interventions, cassette, env, state)
+            diverged = (
+                diverged
+                or edited
+                or action_changed
+                or any((k, i) in state.obs_changed for i in range(len(replayed.observations)))
+            )
+            previous = replayed
+            if _ends_run(replayed, recorded, run):
+                result.status = "final"
+                return result
+            k += 1
+    except BudgetExhausted as exc:
+        result.status, result.error = "budget", str(exc)
+    except (ReplayError, PolicyError) as exc:
+        result.status, result.error = "failed", str(exc)
+    except Exception as exc:
+        result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
+    return result
+
+
+def _ends_run(
+    replayed: ReplayedDecision, recorded: RecordedDecision | None, run: RecordedRun
+) -> bool:
+    """An action without tool calls is a final answer, unless the recording went on after a
+    tool-free action at this position (multi-agent turn-taking, a user follow-up): then the
+    next recorded turn comes, as it did."""
+    if replayed.action is None or replayed.action.tool_calls:
+        return False
+    if recorded is None or recorded.index == run.horizon - 1:
+        return True
+    recorded_tool_free = recorded.action is not None and not recorded.action.tool_calls
+    return not recorded_tool_free
+
+
+def _context(
+    recorded: RecordedDecision | None, previous: ReplayedDecision | None, state: _State
+) -> list[Message] | None:
+    if recorded is not None:
+        return state.expand(recorded) if recorded.context is not None else None
+    assert previous is not None  # beyond the horizon: the generic transition
+    context = list(previous.context or [])
+    if previous.action is not None:
+        context.append(previous.action)
+    context.extend(
+        Message("tool", o.result if o.result is not None else o.error, tool_call_id=o.call.id)
+        for o in previous.observations
+    )
+    return context
+
+
+async def _decide(
+    replayed: ReplayedDecision,
+    recorded: RecordedDecision | None,
+    interventions: list,
+    context: list[Message] | None,
+    run: RecordedRun,
+    env: Environment,
+    context_changed: bool,
+) -> None:
+    remove = next((i for i in interventions if isinstance(i, Remove)), None)
+    do = next((i for i in interventions if isinstance(i, Do)), None)
+    swap = next((i for i in interventions if isinstance(i, SwapModel)), None)
+    resample = any(isinstance(i, Resample) for i in interventions)
+    if remove is not None:
+        replayed.origin = "removed"
+        return
+    if do is not None:
+        replayed.action, replayed.origin = do.action, "do"
+        return
+    must_decide = (
+        resample
+        or swap is not None
+        or context_changed
+        or recorded is None
+        or recorded.action is None
+    )
+    if not must_decide:
+        replayed.action, replayed.origin = recorded.action, "recorded"
+        return
+    if context is None:
+        reason = "; ".join(recorded.problems) if recorded else "no context"
+        raise ReplayError(
+            f"step {replayed.recorded_step} must be re-decided but its context "
+            f"is unavailable ({reason})"
+        )
+    policy = (
+        env.registry.llm(swap.policy)
+        if swap is not None
+        else env.registry.llm_for(agent=replayed.agent, name=replayed.name)
+    )
+    request = DecisionRequest(
+        messages=tuple(context),
+        tools=tuple(recorded.tools or run.tool_definitions())
+        if recorded
+        else tuple(run.tool_definitions()) or None,
+        params=dict(recorded.params) if recorded else {},
+        model=recorded.model if recorded else None,
+        seed=replayed.seed,
+        step=replayed.recorded_step,
+        agent=replayed.agent,
+    )
+    key = request.cache_key(policy.name)
+    cached = env.cache.get(key)
+    if cached is not None:
+        env.accounting.cache_hits += 1
+        replayed.action, replayed.origin = cached.message, f"cache:{policy.name}"
+        return
+    env.budget.reserve()
+    async with env.semaphore(f"llm:{policy.name}", policy.max_concurrency):
+        decision = await policy.decide(request)
+    env.cache[key] = decision
+    env.accounting.llm_calls += 1
+    env.accounting.input_tokens += decision.input_tokens
+    env.accounting.output_tokens += decision.output_tokens
+    env.budget.tokens += decision.input_tokens + decision.output_tokens
+    replayed.action, replayed.origin = decision.message, f"policy:{policy.name}"
+    replayed.input_tokens, replayed.output_tokens = decision.input_tokens, decision.output_tokens
+
+
+async def _execute(
+    replayed: ReplayedDecision,
+    recorded: RecordedDecision | None,
+    interventions: list,
+    cassette: Cassette,
+    env: Environment,
+    state: _State,
+) -> None:
+    action = replayed.action
+    if action is None:
+        state.observations[replayed.index] = []
+        return
+    mocks = {i.call: i.observation for i in interventions if isinstance(i, Observe)}
+    for index, call in enumerate(action.tool_calls):
+        recorded_obs = (
+            recorded.observations[index]
+            if recorded is not None and index < len(recorded.observations)
+            else None
+        )
+        if index in mocks:
+            obs = ReplayedObservation(call, mocks[index], None, "observe")
+        elif (
+            replayed.origin == "recorded"
+            and recorded_obs is not None
+            and recorded_obs.result is None
+            and recorded_obs.error is None
+        ):
+            # A held step never runs a tool: its unrecorded result stays unrecorded.
+            obs = ReplayedObservation(call, None, None, "not recorded")
+        else:
+            hit = cassette.play(call.name, call.arguments)
+            if hit is not None:
+                env.accounting.cassette_hits += 1
+                obs = ReplayedObservation(call, hit[0], hit[1], "cassette")
+            else:
+                policy = env.registry.tool_for(call.name or "")
+                if hasattr(policy, "with_examples"):
+                    policy = policy.with_examples(cassette.examples())
+                async with env.semaphore(f"tool:{policy.name}", policy.max_concurrency):
+                    text = await policy.run(
+                        ToolRequest(
+                            name=call.name or "",
+                            arguments=call.arguments,
+                            call_id=call.id,
+                            step=replayed.recorded_step,
+                            seed=replayed.seed,
+                            context=tuple(replayed.context or ()),
+                        )
+                    )
+                env.accounting.tool_calls += 1
+                obs = ReplayedObservation(call, text, None, f"tool:{policy.name}")
+        replayed.observations.append(obs)
+        if recorded_obs is None or recorded_obs.result != obs.result:
+            state.obs_changed.add((replayed.index, index))
+    state.observations[replayed.index] = replayed.observations

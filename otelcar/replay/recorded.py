@@ -1,0 +1,261 @@
+"""The recorded run as the replay harness sees it: decisions, their contexts and observations.
+
+A trace's steps table becomes a :class:`RecordedRun`: the decision steps (LLM calls) in
+order, each with its recorded context, its recorded action (the assistant message) and the
+observations of its tool calls, plus a *template* of its context. The template says, for
+every message of the recorded context, where it came from:
+
+- :class:`ActionRef` — the action of an earlier decision (the assistant message it emitted);
+- :class:`ObsRef` — the observation of an earlier decision's i-th tool call;
+- :class:`Literal` — anything else (system prompt, user turns, framework-inserted messages).
+
+Replaying with every step held expands every template to exactly the recorded context; when
+an earlier action or observation changes, the same template carries the change forward, so
+"messages the framework inserted between steps" stay where they were, and each agent of a
+multi-agent run keeps the view of the conversation it had (DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from otelcar.messages import Message, ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRef:
+    decision: int
+    message: Message  # as it appeared in this context (kept verbatim when unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class ObsRef:
+    decision: int
+    call: int
+    message: Message
+
+
+TemplateItem = Literal | ActionRef | ObsRef
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedObservation:
+    """The recorded result of one tool call (``result`` is ``None`` when not recorded)."""
+
+    call: ToolCall
+    result: str | None
+    tool_step: int | None  # the steps-table row of the tool step, when there is one
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class RecordedDecision:
+    """One decision step (an LLM call) of the recorded run."""
+
+    index: int  # position among decisions (0-based)
+    step: int  # row in the steps table
+    agent: str | None
+    name: str
+    context: list[Message] | None
+    action: Message | None
+    observations: list[RecordedObservation]
+    tools: list[dict[str, Any]] | None
+    params: dict[str, Any]
+    model: str | None
+    provider: str | None
+    template: list[TemplateItem] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the recorded action ends the run (no tool calls)."""
+        return self.action is not None and not self.action.tool_calls
+
+
+@dataclass(slots=True)
+class RecordedRun:
+    """Everything the harness needs from one trace."""
+
+    trace_id: str
+    decisions: list[RecordedDecision]
+    steps: pl.DataFrame
+
+    @property
+    def horizon(self) -> int:
+        return len(self.decisions)
+
+    def decision_at_step(self, step: int) -> RecordedDecision:
+        for decision in self.decisions:
+            if decision.step == step:
+                return decision
+        raise KeyError(f"step {step} is not a decision (LLM) step of trace {self.trace_id}")
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """Tools recorded with any request, else minimal definitions inferred from calls."""
+        for decision in self.decisions:
+            if decision.tools:
+                return decision.tools
+        seen: dict[str, dict[str, Any]] = {}
+        for decision in self.decisions:
+            for call in decision.action.tool_calls if decision.action else ():
+                if call.name and call.name not in seen:
+                    properties = (
+                        {key: {} for key in call.arguments}
+                        if isinstance(call.arguments, dict)
+                        else {}
+                    )
+                    seen[call.name] = {
+                        "type": "function",
+                        "name": call.name,
+                        "description": None,
+                        "parameters": {"type": "object", "properties": properties},
+                        "inferred": True,
+                    }
+        return list(seen.values())
+
+
+def same_message(a: Message, b: Message) -> bool:
+    """Equality of messages as decisions: role, text (empty and missing are the same) and
+    tool calls by name and arguments. Call ids are ignored: providers mint new ones."""
+    if a.role != b.role or (a.content or "") != (b.content or ""):
+        return False
+    if len(a.tool_calls) != len(b.tool_calls):
+        return False
+    return all(
+        x.name == y.name and x.arguments == y.arguments
+        for x, y in zip(a.tool_calls, b.tool_calls, strict=True)
+    )
+
+
+def _tools(row: dict[str, Any]) -> list[dict[str, Any]] | None:
+    if row["tools_available"] is None:
+        return None
+    return [
+        {
+            **tool,
+            "parameters": None if tool["parameters"] is None else json.loads(tool["parameters"]),
+        }
+        for tool in row["tools_available"]
+    ]
+
+
+def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
+    """Build the recorded run of one trace from its steps table."""
+    rows = steps.sort("step").to_dicts()
+    tool_rows = [r for r in rows if r["kind"] == "tool"]
+    decisions: list[RecordedDecision] = []
+    for row in rows:
+        if row["kind"] != "llm":
+            continue
+        captured = bool(row["content_captured"])
+        context = (
+            [Message.from_row(m) for m in row["input_messages"]]
+            if row["input_messages"] is not None and captured
+            else None
+        )
+        action = Message.from_row(row["output"]) if row["output"] is not None else None
+        decision = RecordedDecision(
+            index=len(decisions),
+            step=row["step"],
+            agent=row["agent_name"],
+            name=row["name"],
+            context=context,
+            action=action,
+            observations=[],
+            tools=_tools(row),
+            params=dict(row["params"] or {}),
+            model=row["request_model"] or row["response_model"],
+            provider=row["provider"],
+        )
+        if context is None:
+            decision.problems.append(
+                "context truncated by an attribute length limit"
+                if row["content_truncated"]
+                else "context not captured (content capture was off)"
+            )
+        if action is None:
+            decision.problems.append("action (model output) not captured")
+        elif not captured:
+            decision.problems.append("action recorded without content (tool names and ids only)")
+        decisions.append(decision)
+    for decision in decisions:
+        calls = decision.action.tool_calls if decision.action else ()
+        linked = [r for r in tool_rows if r["call_step"] == decision.step]
+        for index, call in enumerate(calls):
+            row = next((r for r in linked if call.id and r["tool_call_id"] == call.id), None)
+            if row is None and index < len(linked) and not call.id:
+                row = linked[index]
+            result = row["tool_result"] if row else None
+            error = row["error"] if row and row["status"] == "ERROR" else None
+            decision.observations.append(
+                RecordedObservation(call, result, row["step"] if row else None, error)
+            )
+    for decision in decisions:
+        decision.template = _template(decision, decisions)
+    return RecordedRun(trace_id, decisions, steps)
+
+
+def _template(decision: RecordedDecision, decisions: list[RecordedDecision]) -> list[TemplateItem]:
+    """Explain each message of a recorded context by an earlier action or observation."""
+    if decision.context is None:
+        return []
+    earlier = decisions[: decision.index]
+    by_call_id: dict[str, tuple[int, int]] = {}
+    for d in earlier:
+        for i, obs in enumerate(d.observations):
+            if obs.call.id:
+                by_call_id[obs.call.id] = (d.index, i)
+    items: list[TemplateItem] = []
+    last_action: int | None = None
+    pending_calls: list[int] = []
+    for message in decision.context:
+        if message.role == "tool":
+            ref = by_call_id.get(message.tool_call_id or "")
+            if ref is None and last_action is not None and pending_calls:
+                ref = (last_action, pending_calls[0])  # no ids: by position after the action
+            if ref is not None:
+                if ref[0] == last_action and ref[1] in pending_calls:
+                    pending_calls.remove(ref[1])
+                items.append(ObsRef(ref[0], ref[1], message))
+                continue
+        match = next(
+            (
+                d
+                for d in reversed(earlier)
+                if d.action is not None and same_message(d.action, _as_role(message, d))
+            ),
+            None,
+        )
+        if match is not None and message.role != "user" and message.role != "system":
+            items.append(ActionRef(match.index, message))
+            last_action = match.index
+            pending_calls = list(range(len(match.observations)))
+            continue
+        items.append(Literal(message))
+    return items
+
+
+def _as_role(message: Message, decision: RecordedDecision) -> Message:
+    """``message`` with the role the decision's action carries, for multi-agent contexts where
+    another agent's message appears under that agent's name or as ``assistant``."""
+    if decision.action is None:
+        return message
+    if message.role in ("assistant", decision.action.role, decision.agent):
+        return Message(
+            role=decision.action.role,
+            content=message.content,
+            tool_calls=message.tool_calls,
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+            reasoning=message.reasoning,
+        )
+    return message

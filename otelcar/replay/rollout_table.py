@@ -1,0 +1,83 @@
+"""A rollout as a steps table, so reports can show the alternative timelines and outcomes
+can be evaluated on rollouts and on recorded traces alike.
+
+The table has the steps-table columns an outcome needs (same names and dtypes as
+:data:`otelcar.schema.STEPS_SCHEMA`) plus where each step came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from otelcar.messages import MESSAGE_DTYPE, encode_arguments
+from otelcar.replay.harness import Rollout
+
+ROLLOUT_SCHEMA = pl.Schema(
+    {
+        "rollout": pl.Int64,
+        "step": pl.Int64,
+        "recorded_step": pl.Int64,
+        "kind": pl.String,
+        "name": pl.String,
+        "agent_name": pl.String,
+        "input_messages": pl.List(MESSAGE_DTYPE),
+        "output": MESSAGE_DTYPE,
+        "tool_name": pl.String,
+        "tool_call_id": pl.String,
+        "tool_args": pl.String,
+        "tool_result": pl.String,
+        "error": pl.String,
+        "origin": pl.String,
+        "seed": pl.Int64,
+    }
+)
+
+
+def rollout_steps(rollout: Rollout) -> pl.DataFrame:
+    """One row per decision and per tool call of the rollout, in order."""
+    rows: list[dict[str, Any]] = []
+    for decision in rollout.decisions:
+        rows.append(
+            {
+                "rollout": rollout.index,
+                "step": len(rows),
+                "recorded_step": decision.recorded_step,
+                "kind": "llm",
+                "name": decision.name,
+                "agent_name": decision.agent,
+                "input_messages": None
+                if decision.context is None
+                else [m.to_row() for m in decision.context],
+                "output": decision.action.to_row() if decision.action is not None else None,
+                "tool_name": None,
+                "tool_call_id": None,
+                "tool_args": None,
+                "tool_result": None,
+                "error": None,
+                "origin": decision.origin,
+                "seed": decision.seed,
+            }
+        )
+        for obs in decision.observations:
+            rows.append(
+                {
+                    "rollout": rollout.index,
+                    "step": len(rows),
+                    "recorded_step": None,
+                    "kind": "tool",
+                    "name": obs.call.name,
+                    "agent_name": decision.agent,
+                    "input_messages": None,
+                    "output": None,
+                    "tool_name": obs.call.name,
+                    "tool_call_id": obs.call.id,
+                    "tool_args": encode_arguments(obs.call.arguments),
+                    "tool_result": obs.result,
+                    "error": obs.error,
+                    "origin": obs.origin,
+                    "seed": decision.seed,
+                }
+            )
+    return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA)

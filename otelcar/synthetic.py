@@ -1,0 +1,269 @@
+"""Scripted stochastic agents with a planted answer, for tests and accuracy benchmarks.
+
+A :class:`Scenario` describes an agent of ``n`` decisions. Decision i calls the tool ``act``
+with ``{"i": i, "v": choice}``; the recorded run took ``recorded[i]``; when re-decided, the
+policy draws the choice from ``choices[i]`` (a list of ``(value, probability)``) with the
+rollout's seed, so rollouts are reproducible. The run *fails* according to ``fails`` applied
+to the choices made (e.g. "some step chose BAD"). The scenario's ``answer`` is the step
+(index into the decisions) a correct attribution must name, or ``None`` (no culprit).
+
+:func:`build` turns a scenario into a steps table (through the real trajectory builder), a
+policy registry and an outcome, ready for :func:`otelcar.attribution.attribute`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from otelcar.ingest.frames import SpanFrame
+from otelcar.messages import Message, ToolCall
+from otelcar.outcome import FunctionOutcome
+from otelcar.policies.base import DecisionRequest
+from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
+from otelcar.policies.registry import PolicyRegistry
+from otelcar.schema import STEPS_SCHEMA
+from otelcar.trajectory import build_trace
+
+TRACE_ID = "5c0e5c0e5c0e5c0e5c0e5c0e5c0e5c0e"
+Choices = Sequence[tuple[str, float]]
+
+
+@dataclass
+class Scenario:
+    """A planted-culprit agent (see the module docstring)."""
+
+    name: str
+    recorded: list[str]
+    choices: list[Choices]
+    fails: Callable[[list[str]], bool]
+    answer: int | None
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.recorded)
+
+
+def _span(
+    span_id: int, name: str, attributes: dict[str, Any], parent: int | None, start: int
+) -> SpanFrame:
+    return SpanFrame(
+        trace_id=TRACE_ID,
+        span_id=f"{span_id:016x}",
+        parent_span_id=f"{parent:016x}" if parent else None,
+        name=name,
+        kind="INTERNAL",
+        start_ns=start,
+        end_ns=start + 5,
+        attributes=attributes,
+        resource={"service.name": "scripted"},
+        seq=span_id,
+    )
+
+
+def _parts(message: Message) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if message.content is not None:
+        parts.append({"type": "text", "content": message.content})
+    for call in message.tool_calls:
+        parts.append(
+            {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
+        )
+    if message.role == "tool":
+        parts = [
+            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
+        ]
+    return {"role": message.role, "parts": parts}
+
+
+def _action(i: int, value: str) -> Message:
+    return Message("assistant", None, (ToolCall("act", {"i": i, "v": value}, f"call_{i}"),))
+
+
+def tool_result(arguments: Any) -> str:
+    """The environment of the scripted agent: deterministic."""
+    return f"done {arguments['i']}:{arguments['v']}" if isinstance(arguments, dict) else "done"
+
+
+def steps_table(scenario: Scenario) -> pl.DataFrame:
+    """The recorded run as a steps table (built by the real trajectory builder)."""
+    context = [Message("system", f"scripted agent {scenario.name}"), Message("user", "go")]
+    spans = [
+        _span(
+            1,
+            "invoke_agent scripted",
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "scripted"},
+            None,
+            0,
+        )
+    ]
+    t = 10
+    for i, value in enumerate(scenario.recorded):
+        action = _action(i, value)
+        spans.append(
+            _span(
+                100 + i,
+                "chat scripted",
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "scripted",
+                    "gen_ai.request.temperature": 1.0,
+                    "gen_ai.input.messages": json.dumps([_parts(m) for m in context]),
+                    "gen_ai.output.messages": json.dumps([_parts(action)]),
+                },
+                1,
+                t,
+            )
+        )
+        result = tool_result({"i": i, "v": value})
+        spans.append(
+            _span(
+                1000 + i,
+                "execute_tool act",
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "act",
+                    "gen_ai.tool.call.id": f"call_{i}",
+                    "gen_ai.tool.call.arguments": json.dumps({"i": i, "v": value}),
+                    "gen_ai.tool.call.result": result,
+                },
+                1,
+                t + 6,
+            )
+        )
+        context = [*context, action, Message("tool", result, tool_call_id=f"call_{i}")]
+        t += 20
+    final = Message("assistant", "finished")
+    spans.append(
+        _span(
+            9999,
+            "chat scripted",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "scripted",
+                "gen_ai.input.messages": json.dumps([_parts(m) for m in context]),
+                "gen_ai.output.messages": json.dumps([_parts(final)]),
+            },
+            1,
+            t,
+        )
+    )
+    return pl.DataFrame(build_trace(TRACE_ID, spans).steps, schema=STEPS_SCHEMA)
+
+
+def _decide(scenario: Scenario) -> Callable[[DecisionRequest], Message]:
+    def decide(request: DecisionRequest) -> Message:
+        i = sum(1 for m in request.messages if m.role == "assistant")
+        if i >= scenario.n:
+            return Message("assistant", "finished")
+        rng = random.Random(request.seed)
+        draw, total = rng.random(), 0.0
+        for value, probability in scenario.choices[i]:
+            total += probability
+            if draw < total:
+                return _action(i, value)
+        return _action(i, scenario.choices[i][-1][0])
+
+    return decide
+
+
+def _choices_made(steps: pl.DataFrame) -> list[str]:
+    rows = steps.filter((pl.col("kind") == "tool") & (pl.col("tool_name") == "act"))
+    made = {}
+    for text in rows["tool_args"].to_list():
+        arguments = json.loads(text)
+        made[arguments["i"]] = arguments["v"]
+    return [made[i] for i in sorted(made)]
+
+
+def build(scenario: Scenario) -> tuple[pl.DataFrame, PolicyRegistry, FunctionOutcome]:
+    """Steps table, policies and outcome of a scenario."""
+    registry = PolicyRegistry()
+    registry.register("llm", CallableLLMPolicy(_decide(scenario), name="scripted"))
+    registry.register(
+        "tool:act", CallableToolPolicy(lambda r: tool_result(r.arguments), name="act")
+    )
+    outcome = FunctionOutcome(
+        lambda steps: scenario.fails(_choices_made(steps)), name=f"{scenario.name} fails"
+    )
+    return steps_table(scenario), registry, outcome
+
+
+# -- a catalogue of scenarios ---------------------------------------------------------------
+NOISE = [("ok", 0.6), ("ok2", 0.3), ("ok3", 0.1)]
+
+
+def single_culprit(n: int, culprit: int, p_bad: float = 0.05) -> Scenario:
+    """One step chose BAD (p_bad when re-decided); failure iff any step chose BAD."""
+    recorded = ["ok"] * n
+    recorded[culprit] = "BAD"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[culprit] = [("BAD", p_bad), ("ok", 1 - p_bad)]
+    return Scenario(f"single-{n}-{culprit}", recorded, choices, lambda c: "BAD" in c, culprit)
+
+
+def self_correction_trap(n: int, culprit: int, fix_step: int, p_fix: float = 0.1) -> Scenario:
+    """The real mistake at ``culprit``; a later step *could* repair it (p_fix), but in the
+    recorded run it did not. Failure iff BAD and no FIX after it. The later step shows a small
+    positive Δ too; a 'latest significant step' rule blames it."""
+    recorded = ["ok"] * n
+    recorded[culprit] = "BAD"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[culprit] = [("BAD", 0.05), ("ok", 0.95)]
+    choices[fix_step] = [("FIX", p_fix), ("ok", 1 - p_fix)]
+
+    def fails(c: list[str]) -> bool:
+        return "BAD" in c and "FIX" not in c[c.index("BAD") :]
+
+    return Scenario(f"trap-{n}-{culprit}-{fix_step}", recorded, choices, fails, culprit)
+
+
+def intermittent(n: int, culprit: int, p_bad: float = 0.3) -> Scenario:
+    """The culprit step goes wrong 30% of the time when re-decided."""
+    scenario = single_culprit(n, culprit, p_bad)
+    scenario.name = f"intermittent-{n}-{culprit}"
+    return scenario
+
+
+def null_case(n: int) -> Scenario:
+    """No step matters: the run fails whatever is chosen (the right answer: no culprit)."""
+    return Scenario(f"null-{n}", ["ok"] * n, [NOISE for _ in range(n)], lambda c: True, None)
+
+
+def and_case(n: int, a: int, b: int) -> Scenario:
+    """Failure needs BAD at both ``a`` and ``b`` (credit shared: Shapley splits it)."""
+    recorded = ["ok"] * n
+    recorded[a] = recorded[b] = "BAD"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[a] = choices[b] = [("BAD", 0.05), ("ok", 0.95)]
+    return Scenario(
+        f"and-{n}-{a}-{b}",
+        recorded,
+        choices,
+        lambda c: c[a] == "BAD" and c[b] == "BAD",
+        b,
+        extra={"players": (a, b)},
+    )
+
+
+def or_case(n: int, a: int, b: int) -> Scenario:
+    """Failure when either ``a`` or ``b`` is BAD."""
+    recorded = ["ok"] * n
+    recorded[a] = recorded[b] = "BAD"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[a] = choices[b] = [("BAD", 0.05), ("ok", 0.95)]
+    return Scenario(
+        f"or-{n}-{a}-{b}",
+        recorded,
+        choices,
+        lambda c: c[a] == "BAD" or c[b] == "BAD",
+        a,
+        extra={"players": (a, b)},
+    )
