@@ -64,3 +64,16 @@ def test_garbage_is_a_format_error_not_a_crash():
         otlp_proto.detect_signal(garbage)
     with pytest.raises(FormatError):
         otlp_proto.wire_fields(b"\x0a\x05ab")  # length runs past the end
+
+
+def test_survey_counts_and_reports_exactly_what_decoding_would():
+    request = ExportTraceServiceRequest.FromString((OTLP / "new_content.traces.pb").read_bytes())
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].span_id = b"\x01\x02"  # wrong length
+    data = request.SerializeToString()
+    count, problems, trace_ids = otlp_proto.survey(data, "traces")
+    decoded = otlp_proto.decode_traces(data)
+    assert count == len(decoded.spans) and problems == decoded.problems
+    assert trace_ids == {s.trace_id for s in decoded.spans}
+    logs = (OTLP / "new_content.logs.pb").read_bytes()
+    assert otlp_proto.survey(logs, "logs")[0] == len(otlp_proto.decode_logs(logs).logs)

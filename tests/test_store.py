@@ -143,3 +143,36 @@ def test_imports_larger_than_one_build_are_split_and_traces_rebuilt_whole(
     reference = Store(store.root.parent / "reference")
     import_files(NEW, store=reference)
     assert_frame_equal(store.steps(NEW_CONTENT), reference.steps(NEW_CONTENT))
+
+
+def test_a_build_interrupted_before_its_state_was_saved_is_redone_cleanly(tmp_path: Path):
+    from otelcar.importer import iter_file_records
+
+    store = Store(tmp_path / "s")
+    import_files([OTLP / "legacy_content.traces.jsonl"], store=store)
+    records = list(iter_file_records([OTLP / "new_content.traces.jsonl"]))
+    store.append(records)  # durable, not derived yet
+    # An interrupted build 2: its parts were written, state.json was not.
+    stale = {
+        "record_id": [r.record_id for r in records],
+        "status": ["imported"] * len(records),
+    }
+    import polars as pl
+
+    from otelcar.schema import RECORDS_SCHEMA
+
+    frame = pl.DataFrame(
+        {name: stale.get(name, [None] * len(records)) for name in RECORDS_SCHEMA.names()},
+        schema=RECORDS_SCHEMA,
+    )
+    path = store.derived.part_path("records", 2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(path)
+    (store.derived.part_path("logs", 2).parent).mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(store.derived.part_path("logs", 2).with_suffix(".bogus"))
+    assert store.derived.record_ids() == set(store.records()["record_id"].to_list())
+    report = Store(tmp_path / "s").catch_up()
+    assert report.duplicates == 0 and report.imported == len(records)
+    assert store.steps(NEW_CONTENT).height == 7
+    statuses = Store(tmp_path / "s").records()["status"].to_list()
+    assert statuses.count("duplicate") == 0

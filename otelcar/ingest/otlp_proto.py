@@ -218,3 +218,45 @@ def decode_logs(data: bytes) -> Decoded:
                     where = f"resourceLogs[{r_index}].scopeLogs[{s_index}].logRecords[{l_index}]"
                     out.problems.append(f"{where}: {exc}")
     return out
+
+
+def survey(data: bytes, signal: str) -> tuple[int, list[str], set[str]]:
+    """Count a request's spans (or log records), check their ids and collect the trace ids,
+    without converting attributes: the receiver's cheap admission check. It reports exactly
+    the problems :func:`decode_traces` / :func:`decode_logs` would (ids are the only part of a
+    parsed message that can be invalid).
+    """
+    problems: list[str] = []
+    trace_ids: set[str] = set()
+    count = 0
+    if signal == "logs":
+        request = _parse(ExportLogsServiceRequest, data)
+        for r, resource_logs in enumerate(request.resource_logs):
+            for s, scope_logs in enumerate(resource_logs.scope_logs):
+                for i, record in enumerate(scope_logs.log_records):
+                    try:
+                        trace_id = normalize_id(record.trace_id, size=16)
+                        normalize_id(record.span_id, size=8)
+                    except ValueError as exc:
+                        problems.append(f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}]: {exc}")
+                        continue
+                    count += 1
+                    if trace_id:
+                        trace_ids.add(trace_id)
+        return count, problems, trace_ids
+    request = _parse(ExportTraceServiceRequest, data)
+    for r, resource_spans in enumerate(request.resource_spans):
+        for s, scope_spans in enumerate(resource_spans.scope_spans):
+            for i, span in enumerate(scope_spans.spans):
+                try:
+                    trace_id = normalize_id(span.trace_id, size=16)
+                    span_id = normalize_id(span.span_id, size=8)
+                    normalize_id(span.parent_span_id, size=8)
+                    if trace_id is None or span_id is None:
+                        raise ValueError("span has no trace_id or span_id")
+                except ValueError as exc:
+                    problems.append(f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]: {exc}")
+                    continue
+                count += 1
+                trace_ids.add(trace_id)
+    return count, problems, trace_ids

@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from otelcar.errors import FormatError
+from otelcar.ingest import otlp_proto
 from otelcar.ingest.raw import FORMAT_JSON, FORMAT_PROTO, RawRecord, decode_record
 
 SIGNALS = ("traces", "logs")
@@ -81,6 +82,9 @@ def accept(payload: bytes, *, signal: str, encoding: str, source: str) -> Intake
         raise FormatError(f"unknown signal {signal!r}")
     record_format = FORMAT_PROTO if encoding == "proto" else FORMAT_JSON
     record = RawRecord(payload, record_format, source, "request", signal=signal)
+    if encoding == "proto":  # cheap: ids checked, attributes left for derivation
+        items, problems, trace_ids = otlp_proto.survey(payload, signal)
+        return Intake(record, signal, items, len(problems), problems, trace_ids)
     decoded, decoded_signal = decode_record(record)
     if encoding == "json" and decoded_signal != signal:
         raise FormatError(f"body is OTLP {decoded_signal}, sent to the {signal} endpoint")

@@ -113,8 +113,8 @@ class Receiver:
             self._writer.close()
         self._stopping.set()
         for thread in self._threads:
-            thread.join(grace_s)
-        return self.store.catch_up()
+            thread.join()  # the derive thread finishes its build: it holds the derived lock
+        return self.store.catch_up(lock_timeout_s=None)
 
     def endpoints(self) -> dict[str, str]:
         out = {}

@@ -88,16 +88,21 @@ class DerivedTables:
         return self.directory / table / f"build-{build_id:06d}.parquet"
 
     def parts(self, table: str, *, before: int | None = None) -> list[Path]:
+        """Part files of committed builds (``before``: only builds below it). A build whose
+        ``state.json`` was never written (interrupted) is invisible until it is redone."""
         folder = self.directory / table
         paths = sorted(folder.glob("build-*.parquet")) if folder.exists() else []
-        if before is not None:
-            paths = [p for p in paths if int(p.stem[len("build-") :]) < before]
-        return paths
+        limit = self.state.next_build if before is None else min(before, self.state.next_build)
+        return [p for p in paths if int(p.stem[len("build-") :]) < limit]
 
     def write_part(self, table: str, build_id: int, rows: list[dict[str, Any]]) -> None:
+        """Write (or, with no rows, remove a stale leftover of) one build's part."""
+        path = self.part_path(table, build_id)
         if rows:
             frame = pl.DataFrame(rows, schema=TABLES[table])
-            write_parquet_atomic(frame, self.part_path(table, build_id))
+            write_parquet_atomic(frame, path)
+        else:
+            path.unlink(missing_ok=True)
 
     def scan(self, table: str, *, before: int | None = None) -> pl.LazyFrame:
         paths = self.parts(table, before=before)

@@ -67,13 +67,15 @@ class Store:
 
     # -- locking -----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def lock(self, name: str = "derived", timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    def lock(
+        self, name: str = "derived", timeout_s: float | None = LOCK_TIMEOUT_S
+    ) -> Iterator[None]:
         """Exclusive lock ``name`` (``raw``: appending to segments; ``derived``: deriving
         tables), across threads and processes; waits up to ``timeout_s``. Always take
         ``derived`` before ``raw``, never the other way round."""
         path = self.root / f"{name}.lock"
         with path.open("a+") as handle:
-            deadline = time.monotonic() + timeout_s
+            deadline = time.monotonic() + timeout_s if timeout_s is not None else float("inf")
             while True:
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -148,11 +150,14 @@ class Store:
                 report.merge(self._materialize(self.derived, known=set()))
         return report
 
-    def catch_up(self, *, recover: bool = False) -> ImportReport:
+    def catch_up(
+        self, *, recover: bool = False, lock_timeout_s: float | None = LOCK_TIMEOUT_S
+    ) -> ImportReport:
         """Derive tables for raw records not yet derived (the receiver's, or after a crash);
         with ``recover``, first quarantine interrupted writes (only safe when no other
-        writer may be mid-append, e.g. at start-up)."""
-        with self.lock("derived"):
+        writer may be mid-append, e.g. at start-up). ``lock_timeout_s=None`` waits as long
+        as another derivation holds the store."""
+        with self.lock("derived", lock_timeout_s):
             report = ImportReport()
             if recover:
                 report.quarantined.extend(self.recover())
