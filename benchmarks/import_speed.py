@@ -4,14 +4,16 @@ Generates N realistic GenAI agent spans (deterministic from ``--seed``), writes 
 OTLP/JSON lines and as a length-prefixed binary protobuf stream, and measures in the same run:
 
 1. the floor: ``ExportTraceServiceRequest.FromString`` of every protobuf frame (bytes already
-   in memory), and ``json.loads`` of every JSON line;
+   in memory), and ``json.loads`` of every JSON line; for reference also ``FromString`` plus
+   turning every span into Python values;
 2. ``otelcar import`` of the JSON-lines file into a fresh store (a child process);
 3. ``otelcar import`` of the protobuf stream into another fresh store (a child process).
 
-Each import runs in its own child process so that its peak RSS (``ru_maxrss`` from
-``os.wait4``) is the import's alone. After each import the store is checked with
-``otelcar traces --json``: trace, span, LLM, tool and agent counts must equal what was
-generated, else the benchmark fails.
+Each import runs in its own child process, started by a small launcher process, so that its
+peak RSS (``ru_maxrss`` from ``os.wait4``) is the import's alone (see :data:`LAUNCHER`).
+After each import the ``--json`` report and ``otelcar traces --json`` are checked: trace,
+span, LLM, tool and agent counts must equal what was generated, else the benchmark fails.
+Timings are printed, never asserted.
 
 Run ``python benchmarks/import_speed.py`` (20 000 spans) or ``--spans 200000`` (full size).
 See ``benchmarks/README.md``.
@@ -37,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -55,6 +57,7 @@ EPOCH_NS = 1_795_945_625_000_000_000  # a fixed start time keeps the files deter
 CONCURRENT_TRACES = 4  # agent runs in flight at once (their spans interleave in batches)
 FULL_BATCH_SHARE = 0.8  # the rest are timer flushes of a partly filled queue
 PARALLEL_TOOLS_SHARE = 0.35  # LLM steps whose tool calls run concurrently
+BUSY_RATIO = 1.15  # wall/CPU of an import above this: other load on the machine
 _WORDS_TEXT = (
     "order refund policy customer account invoice shipment delivery warehouse tracking "
     "status pending approved rejected escalate ticket priority billing address payment "
@@ -159,7 +162,7 @@ class Content:
         """Tool-call arguments (a small JSON object)."""
         args: dict[str, Any] = {}
         for key in tool.arg_keys:
-            if key in ("amount",):
+            if key == "amount":
                 args[key] = round(self.rng.uniform(5, 900), 2)
             elif key in ("limit", "days"):
                 args[key] = self.rng.randint(1, 90)
@@ -208,32 +211,6 @@ def _random_id(rng: random.Random, size: int) -> bytes:
             return value.to_bytes(size, "big")
 
 
-def _span(
-    trace_id: bytes,
-    span_id: bytes,
-    parent: bytes,
-    name: str,
-    kind: int,
-    start_ns: int,
-    end_ns: int,
-    attributes: Sequence[KeyValue],
-) -> trace_pb2.Span:
-    """One span (status unset, written as ``"status": {}`` like the SDK does)."""
-    span = trace_pb2.Span(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent,
-        flags=SPAN_FLAGS,
-        name=name,
-        kind=kind,
-        start_time_unix_nano=start_ns,
-        end_time_unix_nano=end_ns,
-    )
-    span.attributes.extend(attributes)
-    span.status.SetInParent()
-    return span
-
-
 def _dumps(value: Any) -> str:
     """Compact JSON, as util-genai writes message attributes."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -255,14 +232,6 @@ class TraceCounts:
         self.llm += other.llm
         self.tool += other.tool
         self.agent += other.agent
-
-
-@dataclass
-class GeneratedTrace:
-    """The spans of one agent run, in the order they ended (the SDK's export order)."""
-
-    spans: list[trace_pb2.Span] = field(default_factory=list)
-    counts: TraceCounts = field(default_factory=TraceCounts)
 
 
 def _chat_attributes(
@@ -309,7 +278,58 @@ def _tool_attributes(tool: Tool, call_id: str, arguments: str, result: str) -> l
     ]
 
 
-def generate_trace(content: Content, start_ns: int) -> GeneratedTrace:
+class AgentRun:
+    """The spans of one trace under construction, all children of its ``invoke_agent``."""
+
+    def __init__(self, content: Content) -> None:
+        self.content = content
+        self.rng = content.rng
+        self.trace_id = _random_id(self.rng, 16)
+        self.root_id = _random_id(self.rng, 8)
+        self.spans: list[trace_pb2.Span] = []
+        self.counts = TraceCounts(traces=1, agent=1)
+
+    def add(self, name: str, kind: int, times: tuple[int, int], attributes: list[KeyValue]) -> None:
+        """Add a child of the root span (status unset: ``"status": {}`` as the SDK writes)."""
+        self._append(_random_id(self.rng, 8), self.root_id, name, kind, times, attributes)
+
+    def finish(self, agent: Agent, times: tuple[int, int]) -> list[trace_pb2.Span]:
+        """Add the root ``invoke_agent`` span; the spans in end order (the export order)."""
+        attributes = [
+            _kv("gen_ai.operation.name", "invoke_agent"),
+            _kv("gen_ai.agent.name", agent.name),
+            _kv("gen_ai.provider.name", "openai"),
+        ]
+        name = f"invoke_agent {agent.name}"
+        self._append(self.root_id, b"", name, KIND_INTERNAL, times, attributes)
+        self.counts.spans = len(self.spans)
+        return sorted(self.spans, key=lambda s: s.end_time_unix_nano)
+
+    def _append(
+        self,
+        span_id: bytes,
+        parent: bytes,
+        name: str,
+        kind: int,
+        times: tuple[int, int],
+        attributes: list[KeyValue],
+    ) -> None:
+        span = trace_pb2.Span(
+            trace_id=self.trace_id,
+            span_id=span_id,
+            parent_span_id=parent,
+            flags=SPAN_FLAGS,
+            name=name,
+            kind=kind,
+            start_time_unix_nano=times[0],
+            end_time_unix_nano=times[1],
+        )
+        span.attributes.extend(attributes)
+        span.status.SetInParent()
+        self.spans.append(span)
+
+
+def generate_trace(content: Content, start_ns: int) -> AgentRun:
     """One agent run: ``invoke_agent`` + k chat spans (2..6) with 1..3 tools between them.
 
     Each chat span's ``gen_ai.input.messages`` holds the whole conversation so far (system
@@ -317,22 +337,17 @@ def generate_trace(content: Content, start_ns: int) -> GeneratedTrace:
     """
     rng = content.rng
     agent = rng.choice(AGENTS)
-    trace_id = _random_id(rng, 16)
-    out = GeneratedTrace()
-    root_id = _random_id(rng, 8)
+    run = AgentRun(content)
+    user = {"content": content.text(rng.randint(40, 400)), "type": "text"}
     messages: list[dict[str, Any]] = [
         {"role": "system", "parts": [{"content": agent.system_prompt, "type": "text"}]},
-        {
-            "role": "user",
-            "parts": [{"content": content.text(rng.randint(40, 400)), "type": "text"}],
-        },
+        {"role": "user", "parts": [user]},
     ]
     steps = rng.randint(2, 6)
     now = start_ns + rng.randint(1, 5) * MS
     for step in range(steps):
-        last = step == steps - 1
         calls: list[tuple[Tool, str, dict[str, Any]]] = []
-        if last:
+        if step == steps - 1:
             parts = [{"content": content.text(rng.randint(80, 800)), "type": "text"}]
             finish = "stop"
         else:
@@ -348,84 +363,38 @@ def generate_trace(content: Content, start_ns: int) -> GeneratedTrace:
         outputs = [{"role": "assistant", "parts": parts, "finish_reason": finish}]
         end = now + rng.randint(300, 4000) * MS
         attributes = _chat_attributes(agent, content, messages, outputs, finish)
-        out.spans.append(
-            _span(
-                trace_id,
-                _random_id(rng, 8),
-                root_id,
-                f"chat {agent.model}",
-                KIND_CLIENT,
-                now,
-                end,
-                attributes,
-            )
-        )
-        out.counts.llm += 1
+        run.add(f"chat {agent.model}", KIND_CLIENT, (now, end), attributes)
+        run.counts.llm += 1
         now = end
         if calls:
             messages.append({"role": "assistant", "parts": parts})
-            now = _tool_spans(out, trace_id, root_id, content, calls, now, messages)
-    end = now + rng.randint(1, 20) * MS
-    root_attributes = [
-        _kv("gen_ai.operation.name", "invoke_agent"),
-        _kv("gen_ai.agent.name", agent.name),
-        _kv("gen_ai.provider.name", "openai"),
-    ]
-    out.spans.append(
-        _span(
-            trace_id,
-            root_id,
-            b"",
-            f"invoke_agent {agent.name}",
-            KIND_INTERNAL,
-            start_ns,
-            end,
-            root_attributes,
-        )
-    )
-    out.counts.agent = out.counts.traces = 1
-    out.spans.sort(key=lambda s: s.end_time_unix_nano)
-    out.counts.spans = len(out.spans)
-    return out
+            now = _tool_spans(run, calls, now, messages)
+    run.spans = run.finish(agent, (start_ns, now + rng.randint(1, 20) * MS))
+    return run
 
 
 def _tool_spans(
-    out: GeneratedTrace,
-    trace_id: bytes,
-    parent: bytes,
-    content: Content,
+    run: AgentRun,
     calls: list[tuple[Tool, str, dict[str, Any]]],
     now: int,
     messages: list[dict[str, Any]],
 ) -> int:
-    """The tool spans of one LLM step (sequential, or concurrent); returns when they end."""
-    rng = content.rng
+    """The tool spans of one LLM step (sequential, or concurrent); returns when they end.
+
+    Appends each result to ``messages`` as the next chat span's input will show it.
+    """
+    rng = run.rng
     parallel = len(calls) > 1 and rng.random() < PARALLEL_TOOLS_SHARE
     finished = now
     start = now + rng.randint(1, 3) * MS
     for tool, call_id, args in calls:
-        result = content.tool_result()
+        result = run.content.tool_result()
         end = start + rng.randint(5, 900) * MS
         attributes = _tool_attributes(tool, call_id, _dumps(args), result)
-        out.spans.append(
-            _span(
-                trace_id,
-                _random_id(rng, 8),
-                parent,
-                f"execute_tool {tool.name}",
-                KIND_INTERNAL,
-                start,
-                end,
-                attributes,
-            )
-        )
-        out.counts.tool += 1
-        messages.append(
-            {
-                "role": "tool",
-                "parts": [{"response": result, "id": call_id, "type": "tool_call_response"}],
-            }
-        )
+        run.add(f"execute_tool {tool.name}", KIND_INTERNAL, (start, end), attributes)
+        run.counts.tool += 1
+        response = {"response": result, "id": call_id, "type": "tool_call_response"}
+        messages.append({"role": "tool", "parts": [response]})
         finished = max(finished, end)
         start = (start + rng.randint(0, 2) * MS) if parallel else end + rng.randint(1, 3) * MS
     return finished + rng.randint(1, 5) * MS
@@ -654,9 +623,32 @@ class Floor:
     """Decode-only time of one file, spans counted outside the timed region."""
 
     label: str
+    path: Path
     seconds: float
     spans: int
-    frames: int
+
+
+@dataclass
+class Floors:
+    """The three decode-only measurements of one run."""
+
+    proto: Floor
+    json: Floor
+    walk: Floor
+
+    def of(self, path: Path) -> Floor:
+        """The issue's floor for a file of this format."""
+        return self.proto if path == self.proto.path else self.json
+
+    @classmethod
+    def measure(cls, data: Dataset) -> Floors:
+        floors = cls(
+            proto_floor(data.proto_path), json_floor(data.json_path), walk_floor(data.proto_path)
+        )
+        for floor in (floors.proto, floors.json, floors.walk):
+            if floor.spans != data.counts.spans:
+                raise BenchmarkError(f"{floor.label} counted {floor.spans} spans")
+        return floors
 
 
 def proto_frames(path: Path) -> Iterator[bytes]:
@@ -681,7 +673,46 @@ def proto_floor(path: Path) -> Floor:
     for payload in frames:
         request = ExportTraceServiceRequest.FromString(payload)
         spans += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-    return Floor("floor: ExportTraceServiceRequest.FromString", seconds, spans, len(frames))
+    return Floor("floor: ExportTraceServiceRequest.FromString", path, seconds, spans)
+
+
+def _python_value(value: AnyValue) -> Any:
+    """An ``AnyValue`` as a plain Python value (what any Python importer has to build)."""
+    which = value.WhichOneof("value")
+    if which == "array_value":
+        return [_python_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _python_value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, which) if which else None
+
+
+def walk_floor(path: Path) -> Floor:
+    """Time ``FromString`` plus turning every span into a dict of Python values.
+
+    Not part of the issue's floor: a reference for the least a Python importer must do
+    (upb's ``FromString`` alone creates no Python objects).
+    """
+    frames = list(proto_frames(path))
+    spans = 0
+    started = time.perf_counter()
+    for payload in frames:
+        request = ExportTraceServiceRequest.FromString(payload)
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    _walked = (
+                        span.trace_id.hex(),
+                        span.span_id.hex(),
+                        span.parent_span_id.hex(),
+                        span.name,
+                        span.kind,
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        {kv.key: _python_value(kv.value) for kv in span.attributes},
+                    )
+                    spans += 1
+    seconds = time.perf_counter() - started
+    return Floor("reference: FromString + spans as Python values", path, seconds, spans)
 
 
 def json_floor(path: Path) -> Floor:
@@ -695,10 +726,14 @@ def json_floor(path: Path) -> Floor:
     for line in lines:
         obj = json.loads(line)
         spans += sum(len(ss["spans"]) for rs in obj["resourceSpans"] for ss in rs["scopeSpans"])
-    return Floor("floor: json.loads", seconds, spans, len(lines))
+    return Floor("floor: json.loads", path, seconds, spans)
 
 
 # -- child processes --------------------------------------------------------------------------
+class BenchmarkError(RuntimeError):
+    """The import failed or the store does not hold what was generated."""
+
+
 @dataclass
 class ChildRun:
     """A finished child process: exit code, output, wall and CPU time, peak RSS."""
@@ -711,34 +746,59 @@ class ChildRun:
     peak_rss_mb: float
 
 
+#: Runs ``argv[2:]`` and writes its wall time, own rusage and exit status to ``argv[1]``.
+#: Needed because on Linux a child's ``ru_maxrss`` starts at its parent's peak RSS: exec
+#: records the peak of the memory map it replaces, which after ``vfork`` (what subprocess
+#: uses) is the parent's. This small launcher is that parent instead of the benchmark, whose
+#: own peak (generated data, floors) would otherwise show up as the import's.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as handle:
+    json.dump({"wall_s": time.perf_counter() - started, "maxrss": usage.ru_maxrss,
+               "cpu_s": usage.ru_utime + usage.ru_stime,
+               "returncode": os.waitstatus_to_exitcode(status)}, handle)
+"""
+
+
 def run_child(argv: list[str]) -> ChildRun:
-    """Run ``argv`` and collect its own rusage with ``os.wait4`` (peak RSS of that child)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    """Run ``argv`` (through :data:`LAUNCHER`) and collect its own time and peak RSS."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        result = Path(scratch) / "rusage.json"
+        launcher = subprocess.run(
+            [sys.executable, "-c", LAUNCHER, str(result), *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            check=False,
+        )
         out.seek(0)
         err.seek(0)
-        scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB
-        return ChildRun(
-            returncode=proc.returncode,
-            stdout=out.read().decode("utf-8", "replace"),
-            stderr=err.read().decode("utf-8", "replace"),
-            wall_s=wall,
-            cpu_s=usage.ru_utime + usage.ru_stime,
-            peak_rss_mb=usage.ru_maxrss * scale / 1e6,
-        )
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+        if launcher.returncode != 0 or not result.exists():
+            raise BenchmarkError(f"launcher failed ({launcher.returncode}): {stderr[-2000:]}")
+        usage = json.loads(result.read_text())
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB
+    return ChildRun(
+        returncode=usage["returncode"],
+        stdout=stdout,
+        stderr=stderr,
+        wall_s=usage["wall_s"],
+        cpu_s=usage["cpu_s"],
+        peak_rss_mb=usage["maxrss"] * scale / 1e6,
+    )
 
 
 def otelcar_argv(store: Path, *args: str) -> list[str]:
     """``python -m otelcar.cli --store STORE ARGS...`` with this interpreter."""
     return [sys.executable, "-m", "otelcar.cli", "--store", str(store), *args]
-
-
-class BenchmarkError(RuntimeError):
-    """The import failed or the store does not hold what was generated."""
 
 
 def _fail(what: str, run: ChildRun) -> BenchmarkError:
@@ -791,6 +851,7 @@ class ImportRun:
 
     label: str
     path: Path
+    spans: int
     run: ChildRun
     issues: int
 
@@ -804,7 +865,7 @@ def measure_import(label: str, path: Path, store: Path, data: Dataset) -> Import
         raise _fail(f"otelcar import {path.name}", run)
     check_report(json.loads(run.stdout), data.counts, data.batches)
     issues = check_store(store, data.counts)
-    return ImportRun(label, path, run, issues)
+    return ImportRun(label, path, data.counts.spans, run, issues)
 
 
 # -- profile ----------------------------------------------------------------------------------
@@ -836,37 +897,74 @@ def machine() -> str:
     )
 
 
+def _load() -> str:
+    """The 1-minute load average (a busy machine makes wall times meaningless)."""
+    return f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+
+
 def _mb(path: Path) -> float:
     return path.stat().st_size / 1e6
 
 
-def table(data: Dataset, floors: list[Floor], imports: list[ImportRun], startup: ChildRun) -> str:
-    """The results as a Markdown table."""
-    pb_floor = floors[0]
-    floor_of = {data.proto_path: floors[0], data.json_path: floors[1]}
+def _row(cells: Sequence[object]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def table(floors: Floors, imports: list[ImportRun], startup: ChildRun) -> str:
+    """The results as a Markdown table (ratios are wall-time ratios to the floors)."""
     header = (
-        "| run | file MB | spans | wall s | CPU s | spans/s | peak RSS MB "
-        "| × pb floor | × own floor | floor spans/s |"
+        "run",
+        "file MB",
+        "spans",
+        "wall s",
+        "CPU s",
+        "spans/s",
+        "peak RSS MB",
+        "× pb floor",
+        "× own-format floor",
+        "own floor spans/s",
     )
-    lines = [header, "|" + "---|" * 10]
-    for floor, path in ((floors[0], data.proto_path), (floors[1], data.json_path)):
+    lines = [_row(header), _row(["---"] * len(header))]
+    for floor in (floors.proto, floors.json, floors.walk):
+        own = floors.of(floor.path)
         lines.append(
-            f"| {floor.label} | {_mb(path):.1f} | {floor.spans} | {floor.seconds:.2f} | - "
-            f"| {floor.spans / floor.seconds:,.0f} | - "
-            f"| {floor.seconds / pb_floor.seconds:.1f} | 1.0 | {floor.spans / floor.seconds:,.0f} |"
+            _row(
+                (
+                    floor.label,
+                    f"{_mb(floor.path):.1f}",
+                    floor.spans,
+                    f"{floor.seconds:.3f}",
+                    "-",
+                    f"{floor.spans / floor.seconds:,.0f}",
+                    "-",
+                    f"{floor.seconds / floors.proto.seconds:.1f}",
+                    f"{floor.seconds / own.seconds:.1f}",
+                    f"{own.spans / own.seconds:,.0f}",
+                )
+            )
         )
     for item in imports:
-        run, own = item.run, floor_of[item.path]
-        spans = data.counts.spans
+        run, own = item.run, floors.of(item.path)
         lines.append(
-            f"| {item.label} | {_mb(item.path):.1f} | {spans} | {run.wall_s:.2f} "
-            f"| {run.cpu_s:.2f} | {spans / run.wall_s:,.0f} | {run.peak_rss_mb:.0f} "
-            f"| {run.wall_s / pb_floor.seconds:.0f} | {run.wall_s / own.seconds:.0f} "
-            f"| {own.spans / own.seconds:,.0f} |"
+            _row(
+                (
+                    item.label,
+                    f"{_mb(item.path):.1f}",
+                    item.spans,
+                    f"{run.wall_s:.2f}",
+                    f"{run.cpu_s:.2f}",
+                    f"{item.spans / run.wall_s:,.0f}",
+                    f"{run.peak_rss_mb:.0f}",
+                    f"{run.wall_s / floors.proto.seconds:.0f}",
+                    f"{run.wall_s / own.seconds:.0f}",
+                    f"{own.spans / own.seconds:,.0f}",
+                )
+            )
         )
+    startup_cells = ("-", "-", f"{startup.wall_s:.2f}", f"{startup.cpu_s:.2f}", "-")
     lines.append(
-        f"| startup only: `otelcar --version` | - | - | {startup.wall_s:.2f} "
-        f"| {startup.cpu_s:.2f} | - | {startup.peak_rss_mb:.0f} | - | - | - |"
+        _row(("startup only: `otelcar --version`", *startup_cells, f"{startup.peak_rss_mb:.0f}"))
+        + " - | - | - |"
     )
     return "\n".join(lines)
 
@@ -921,14 +1019,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace, workdir: Path) -> None:
     """Generate, measure, verify and print."""
-    print(f"machine: {machine()}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print(f"machine: {machine()}; load average {_load()}")
     print(f"workdir: {workdir}")
     data = write_dataset(workdir, args.spans, args.batch_spans, args.seed)
     print(summary(data), flush=True)
-    floors = [proto_floor(data.proto_path), json_floor(data.json_path)]
-    for floor in floors:
-        if floor.spans != data.counts.spans:
-            raise BenchmarkError(f"{floor.label} counted {floor.spans} spans")
+    floors = Floors.measure(data)
     startup = run_child([sys.executable, "-m", "otelcar.cli", "--version"])
     if startup.returncode != 0:
         raise _fail("otelcar --version", startup)
@@ -939,11 +1035,16 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     ):
         print(f"running {label} …", flush=True)
         imports.append(measure_import(label, path, store, data))
-    print(
-        f"\nverified: each store holds {data.counts.traces} traces, {data.counts.spans} spans"
-        f" ({', '.join(f'{i.issues} step issues' for i in imports)})\n"
-    )
-    print(table(data, floors, imports, startup))
+    issues = ", ".join(f"{i.issues} step issues in {i.path.name}" for i in imports)
+    print(f"verified: each store holds all {data.counts.traces} traces ({issues})\n")
+    print(table(floors, imports, startup))
+    busy = [i.label for i in imports if i.run.wall_s > BUSY_RATIO * i.run.cpu_s]
+    if busy:
+        print(
+            f"\nnote: wall time exceeds CPU time by over {BUSY_RATIO - 1:.0%} for "
+            f"{', '.join(busy)}: the machine was busy (load average {_load()}); "
+            "compare CPU seconds, or rerun on an idle machine."
+        )
     if args.profile:
         for path in (data.proto_path, data.json_path):
             print(f"\ncProfile, in-process import of {path.name}:")
