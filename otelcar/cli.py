@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from otelcar import __version__
+from otelcar.cli_repair import fix_command, test_command, why_command
+from otelcar.cli_report import aggregate_command, report_command
 from otelcar.config import ENV_HOME, debug_enabled
 from otelcar.contracts import render_schema_files
 from otelcar.errors import OtelcarError
@@ -512,6 +514,12 @@ def _fail_if(spec: str) -> dict[str, Any]:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the result as JSON here (schemas/attribution.schema.json); - for stdout.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the self-contained HTML report here.",
+)
 @click.pass_context
 def attribute_command(
     ctx: click.Context,
@@ -528,6 +536,7 @@ def attribute_command(
     seed: int | None,
     credit: bool,
     json_path: Path | None,
+    html_path: Path | None,
 ) -> None:
     """Which step caused the failure: the commitment curve, step effects with intervals and
     Holm-adjusted exact tests, the culprit, and what it cost."""
@@ -536,8 +545,9 @@ def attribute_command(
     from otelcar.policies import OpenAICompatiblePolicy
     from otelcar.render import attribution_report
     from otelcar.replay import Budget
+    from otelcar.report import RolloutSampler, with_report_sections, write_html
 
-    run, config, _ = _run_and_config(ctx, trace_id, config_path)
+    run, config, steps = _run_and_config(ctx, trace_id, config_path)
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
     if fail_if:
@@ -557,6 +567,7 @@ def attribute_command(
         disable=not err.is_terminal,
     ) as progress:
         task = progress.add_task("attribute", total=None)
+        sampler = RolloutSampler(then=lambda _: progress.advance(task))
         result = attribute(
             run,
             registry=config.registry,
@@ -571,10 +582,16 @@ def attribute_command(
             ),
             concurrency=settings.concurrency,
             credit=credit,
-            on_rollout=lambda _: progress.advance(task),
+            on_rollout=sampler,
         )
+    if json_path is not None or html_path is not None:
+        document = with_report_sections(
+            result.to_dict(), steps=steps, sampler=sampler, outcome=config.outcome
+        )
+    if html_path is not None:
+        write_html(html_path, attribution=document)
     if json_path is not None:
-        text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+        text = json.dumps(document, indent=2, ensure_ascii=False)
         if str(json_path) == "-":
             click.echo(text)
             return
@@ -582,6 +599,8 @@ def attribute_command(
     attribution_report(_console(), result)
     if json_path is not None:
         _console().print(f"result written to {json_path}", highlight=False)
+    if html_path is not None:
+        _console().print(f"report written to {html_path}", highlight=False)
 
 
 @cli.command("schema")
@@ -605,6 +624,11 @@ def schema_command(target: Path | None) -> None:
 
 
 cli.add_command(model_group)
+cli.add_command(report_command)
+cli.add_command(aggregate_command)
+cli.add_command(why_command)
+cli.add_command(fix_command)
+cli.add_command(test_command)
 
 
 def main(argv: list[str] | None = None) -> None:

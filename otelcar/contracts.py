@@ -9,7 +9,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from otelcar.attribution.aggregate import aggregate_schema_document
+from otelcar.attribution.fix_result import fix_schema_document
 from otelcar.attribution.result import attribution_schema_document
+from otelcar.attribution.why_result import why_schema_document
 from otelcar.project_config import config_schema_document
 from otelcar.schema import (
     message_schema_document,
@@ -25,6 +28,9 @@ SCHEMA_FILES: dict[str, Callable[[], dict[str, Any]]] = {
     "show.schema.json": show_schema_document,
     "config.schema.json": config_schema_document,
     "attribution.schema.json": attribution_schema_document,
+    "why.schema.json": why_schema_document,
+    "fix.schema.json": fix_schema_document,
+    "aggregate.schema.json": aggregate_schema_document,
 }
 
 

@@ -231,63 +231,80 @@ def fidelity_table(report: Any) -> Table:
 
 
 def attribution_report(console: Console, result: Any) -> None:
-    """The verdict and a compact per-step table of an attribution."""
+    """The verdict and a compact per-step table of an attribution.
+
+    ``result``: an :class:`~otelcar.attribution.AttributionResult` or its ``to_dict()`` (as
+    read back from ``--json``); with a ``timeline`` section the table shows each step's action.
+    """
+    doc = result if isinstance(result, dict) else result.to_dict()
     style = {"culprit": "bold red", "locked-in": "bold yellow", "undecided": "bold"}
-    console.print(Text(result.headline(), style=style.get(result.verdict, "")))
+    console.print(Text(doc["headline"], style=style.get(doc["verdict"], "")))
+    gists = {s["step"]: s.get("gist") or "" for s in (doc.get("timeline") or {}).get("steps", [])}
     table = Table(
         header_style="bold",
-        title=f"commitment curve of {result.trace_id} "
-        f"({result.mode}, {result.confidence:.1%} intervals, outcome: {result.outcome})",
+        title=f"commitment curve of {doc['trace_id']} "
+        f"({doc['mode']}, {doc['confidence']:.1%} intervals, outcome: {doc['outcome']})",
     )
-    for column in (
-        "step",
-        "agent",
-        "name",
-        "q (fail | held ≤ step)",
-        "Δ step effect",
-        "p (Holm)",
-        "n",
-    ):
+    columns = ["step", "agent", "name", "q (fail | held ≤ step)", "Δ step effect", "p (Holm)", "n"]
+    if gists:
+        columns.insert(3, "recorded action")
+    for column in columns:
         table.add_column(column, justify="right" if column in ("step", "n") else "left")
-    b = result.baseline
-    table.add_row(
+
+    def row(*cells: Any, action: str = "") -> None:
+        items = list(cells)
+        if gists:
+            items.insert(3, Text(_clip(action, 60)))
+        table.add_row(*items)
+
+    b = doc["baseline"]
+    row(
         "start",
         "",
         "(everything re-decided)",
-        f"{b.q:.2f} [{b.q_ci.low:.2f}, {b.q_ci.high:.2f}]",
+        f"{b['q']:.2f} [{b['q_ci'][0]:.2f}, {b['q_ci'][1]:.2f}]",
         "",
         "",
-        str(b.n),
+        str(b["rollouts"]),
     )
-    for e in result.steps:
-        mark = (
-            " ◀ culprit"
-            if result.culprit is not None and e.step == result.culprit.step
-            else (" (tie)" if e.step in result.ties else "")
-        )
-        delta = Text(
-            f"{e.delta:+.2f} [{e.delta_ci.low:+.2f}, {e.delta_ci.high:+.2f}]{mark}",
-            style="bold red" if mark.strip() == "◀ culprit" else "",
-        )
-        table.add_row(
-            str(e.step),
-            e.agent or "",
-            e.name or "",
-            f"{e.q:.2f} [{e.q_ci.low:.2f}, {e.q_ci.high:.2f}]",
-            delta,
-            f"{e.p_adjusted:.2g}" + (" *" if e.significant else ""),
-            str(e.n),
+    ties = set(doc.get("ties") or [])
+    for e in doc["steps"]:
+        culprit = e["step"] == doc.get("culprit")
+        mark = " ◀ culprit" if culprit else (" (tie)" if e["step"] in ties else "")
+        low, high = e["delta_ci"]
+        row(
+            str(e["step"]),
+            e.get("agent") or "",
+            e.get("name") or "",
+            f"{e['q']:.2f} [{e['q_ci'][0]:.2f}, {e['q_ci'][1]:.2f}]",
+            Text(
+                f"{e['delta']:+.2f} [{low:+.2f}, {high:+.2f}]{mark}",
+                style="bold red" if culprit else "",
+            ),
+            f"{e['p_adjusted']:.2g}" + (" *" if e["significant"] else ""),
+            str(e["rollouts"]),
+            action=gists.get(e["step"], ""),
         )
     console.print(table)
-    if result.point_of_no_return is not None:
-        console.print(f"point of no return: step {result.point_of_no_return}", highlight=False)
-    cost = result.cost
+    if doc.get("point_of_no_return") is not None:
+        console.print(f"point of no return: step {doc['point_of_no_return']}", highlight=False)
+    cost = doc.get("cost") or {}
     console.print(
         f"cost: {cost.get('llm_calls', 0)} policy calls ({cost.get('cache_hits', 0)} "
         f"cache hits), {cost.get('input_tokens', 0) + cost.get('output_tokens', 0)} "
         f"tokens, {cost.get('rollouts', 0)} rollouts, {cost.get('wall_s', 0)} s; "
-        f"looks at {result.looks} rollouts per plan",
+        f"looks at {doc.get('looks')} rollouts per plan",
         highlight=False,
     )
-    for note in result.notes:
+    shapley = doc.get("shapley")
+    if shapley:
+        console.print(
+            "Shapley: "
+            + ", ".join(
+                f"step {v['step']} φ={v['phi']:+.2f} [{v['ci'][0]:+.2f}, {v['ci'][1]:+.2f}]"
+                for v in shapley["values"]
+            ),
+            highlight=False,
+        )
+    for note in doc.get("notes") or []:
         console.print(Text(f"note: {note}", style="yellow"))

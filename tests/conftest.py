@@ -24,3 +24,38 @@ MIXED_HTTP = "71985eb13a8839190e4bd00558bc15e5"
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     return Store(tmp_path / "store")
+
+
+# -- the embedded local model (otelcar.model): one real llama-cpp-python server per session ----
+
+import importlib.util  # noqa: E402
+
+
+def _require_local_model() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip(
+            "llama-cpp-python is not importable: install the `local` extra "
+            "(pip install -e '.[dev,local]'; `make test` does)"
+        )
+
+
+@pytest.fixture(scope="session")
+def local_model_path() -> Path:
+    """The prepared GGUF of the embedded model (assembled once into $OTELCAR_DATA_DIR)."""
+    _require_local_model()
+    from otelcar.model import prepare_model
+
+    return prepare_model()
+
+
+@pytest.fixture(scope="session")
+def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A real model server on 127.0.0.1 for the whole session: ``.base_url``, ``.model``.
+
+    Its log is in the session's temp dir; it is stopped (and must be gone) at the end.
+    """
+    from otelcar.model import ModelServer
+
+    log = tmp_path_factory.mktemp("local-model") / "server.log"
+    with ModelServer(local_model_path, log_path=log) as server:
+        yield server

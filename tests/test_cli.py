@@ -128,4 +128,7 @@ def test_schema_command_lists_files(run):
         "show.schema.json",
         "config.schema.json",
         "attribution.schema.json",
+        "why.schema.json",
+        "fix.schema.json",
+        "aggregate.schema.json",
     ]

@@ -136,7 +136,13 @@ class AttributionResult:
 
 
 def attribution_schema_document() -> dict[str, Any]:
-    """JSON Schema of an attribution result (``schemas/attribution.schema.json``)."""
+    """JSON Schema of an attribution result (``schemas/attribution.schema.json``).
+
+    ``timeline`` and ``alternatives`` are optional report sections that result writers add
+    (:func:`otelcar.report.with_report_sections`) so the result can be drawn again.
+    """
+    from otelcar.report.data import alternatives_schema, timeline_schema
+
     interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     step = {
         "type": "object",
@@ -210,5 +216,7 @@ def attribution_schema_document() -> dict[str, Any]:
             "shapley": {"type": ["object", "null"]},
             "notes": {"type": "array", "items": {"type": "string"}},
             "rollout_errors": {"type": "array", "items": {"type": "string"}},
+            "timeline": timeline_schema(),
+            "alternatives": alternatives_schema(),
         },
     }

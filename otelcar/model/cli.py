@@ -47,7 +47,7 @@ def prepare_command(force: bool) -> None:
     show_default=True,
     help="Server seed (requests that carry `seed` use theirs).",
 )
-@click.option("--threads", type=int, default=None, help="CPU threads (default: all).")
+@click.option("--threads", type=int, default=None, help="CPU threads (default: all CPUs but one).")
 @click.option(
     "--model",
     "model_path",

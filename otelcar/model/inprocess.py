@@ -9,14 +9,13 @@ one per thread (or a lock), and pass ``seed`` on every call for reproducible sam
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 from typing import Any
 
 from otelcar.model.chat_format import register
 from otelcar.model.errors import INSTALL_HINT, ModelNotInstalled
 from otelcar.model.prepare import prepare_model
-from otelcar.model.server import DEFAULT_CHAT_FORMAT, DEFAULT_N_CTX, DEFAULT_SEED
+from otelcar.model.server import DEFAULT_CHAT_FORMAT, DEFAULT_N_CTX, DEFAULT_SEED, default_threads
 
 
 def load_llama(
@@ -40,7 +39,7 @@ def load_llama(
         raise ModelNotInstalled(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
     register()
     path = prepare_model() if model_path is None else Path(model_path)
-    threads = n_threads or os.cpu_count() or 1
+    threads = n_threads or default_threads()
     return llama_cpp.Llama(
         model_path=str(path),
         chat_format=chat_format,

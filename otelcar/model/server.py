@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.request
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -38,6 +38,9 @@ DEFAULT_N_CTX = 2048
 DEFAULT_SEED = 0
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 _PORT_RETRIES = 3
+# Idle OpenMP threads sleep instead of spinning: on a busy 2-core machine spinning threads
+# made calls 3-10x slower and erratic (measured, docs/local-model.md). The caller's env wins.
+_CHILD_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
 _LIVE: weakref.WeakSet[ModelServer] = weakref.WeakSet()
 
 
@@ -46,8 +49,10 @@ class ModelServer:
 
     Use as a context manager (``with ModelServer() as server: server.base_url``) or call
     :meth:`start` / :meth:`stop`. ``port=0`` picks a free port. ``model_path=None`` prepares
-    the embedded default model. ``n_threads=None`` uses every CPU (llama-cpp-python's own
-    default is half of them). Clients send ``model=server.model`` (any name is accepted).
+    the embedded default model. ``n_threads=None`` uses :func:`default_threads` (every CPU but
+    one). ``env`` adds to the child's environment (which inherits ours,
+    with ``OMP_WAIT_POLICY=PASSIVE`` unless set). Clients send ``model=server.model`` (any
+    name is accepted).
     """
 
     def __init__(
@@ -64,6 +69,7 @@ class ModelServer:
         startup_timeout_s: float = 120.0,
         stop_timeout_s: float = 10.0,
         extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.model_path = model_path
         self.host = host
@@ -72,12 +78,13 @@ class ModelServer:
         self.chat_format = chat_format
         self.n_ctx = n_ctx
         self.seed = seed
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or default_threads()
         self.requested_log_path = log_path
         self.log_path: Path | None = None
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.extra_args = tuple(extra_args)
+        self.env = {**_CHILD_ENV_DEFAULTS, **os.environ, **(env or {})}
         self.model = MODEL_ALIAS
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -198,6 +205,7 @@ class ModelServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         _LIVE.add(self)
@@ -206,12 +214,13 @@ class ModelServer:
         assert self._process is not None
         deadline = time.monotonic() + self.startup_timeout_s
         url = self.base_url + "/models"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
         while time.monotonic() < deadline:
             status = self._process.poll()
             if status is not None:
                 raise self._start_error(f"the model server exited with status {status}")
             try:
-                with urllib.request.urlopen(url, timeout=2.0) as response:
+                with opener.open(url, timeout=2.0) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, OSError):
@@ -225,6 +234,16 @@ class ModelServer:
         tail = self.log_tail()
         log = f"\n--- last lines of {self.log_path} ---\n{tail}" if tail else ""
         return ServerStartError(f"{reason}{log}")
+
+
+def default_threads() -> int:
+    """CPU threads for llama.cpp: every CPU but one (at least one).
+
+    Leaves a core to the client (agent loop, rollout engine, tests): with as many threads as
+    cores, any other busy process makes llama.cpp's spinning threads collapse (measured on
+    2 cores: 8 instead of 53 generated tokens/s; docs/local-model.md).
+    """
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def _require_server_packages() -> None:

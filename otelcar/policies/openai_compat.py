@@ -112,6 +112,7 @@ class OpenAICompatiblePolicy:
         max_concurrency: int = 4,
         tool_choice: Any = None,
         extra_body: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
         name: str | None = None,
     ) -> None:
         self.base_url = base_url
@@ -124,12 +125,18 @@ class OpenAICompatiblePolicy:
         self.max_concurrency = max_concurrency
         self.tool_choice = tool_choice
         self.extra_body = extra_body or {}
+        self.max_tokens = max_tokens  # overrides the recorded max_tokens when set
         self.name = name or f"openai:{model or 'recorded-model'}"
         self._client: Any = None
+        self._client_loop: Any = None
         self._warned_zero = False
 
     def _get_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is not loop:
+            self._client = None  # an async client belongs to the event loop that made it
         if self._client is None:
+            self._client_loop = loop
             try:
                 import openai
             except ImportError:
@@ -156,6 +163,8 @@ class OpenAICompatiblePolicy:
         for key in SAMPLING_KEYS:
             if request.params.get(key) is not None:
                 body[key] = request.params[key]
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
         tools = to_openai_tools(request.tools)
         if tools:
             body["tools"] = tools

@@ -129,6 +129,7 @@ def _openai(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
         "max_concurrency",
         "tool_choice",
         "extra_body",
+        "max_tokens",
         "name",
     }
     return OpenAICompatiblePolicy(**_options(options, allowed, "openai"))

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, ToolCall
-from otelcar.policies.base import Decision, DecisionRequest, PolicyError, ToolRequest
+from otelcar.policies.base import (
+    Decision,
+    DecisionRequest,
+    LLMPolicy,
+    PolicyError,
+    ToolRequest,
+)
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.cassette import Cassette
 from otelcar.replay.plan import Do, EditContext, Observe, Plan, Remove, Resample, SwapModel
@@ -96,6 +102,52 @@ class Environment:
         if name not in self._semaphores:
             self._semaphores[name] = asyncio.Semaphore(max(1, limit))
         return self._semaphores[name]
+
+    async def decide(self, policy: LLMPolicy, request: DecisionRequest) -> tuple[Decision, bool]:
+        """One policy call through the request cache, the budget and the accounting.
+
+        Returns the decision and whether it came from the cache (free). Every re-decision of
+        the harness goes through here, and so do single-decision experiments (``otelcar why``),
+        so the same request with the same seed is answered once per environment.
+        """
+        key = request.cache_key(policy.name)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.accounting.cache_hits += 1
+            return cached, True
+        self.budget.reserve()
+        async with self.semaphore(f"llm:{policy.name}", policy.max_concurrency):
+            decision = await policy.decide(request)
+        self.cache[key] = decision
+        self.accounting.llm_calls += 1
+        self.accounting.input_tokens += decision.input_tokens
+        self.accounting.output_tokens += decision.output_tokens
+        self.budget.tokens += decision.input_tokens + decision.output_tokens
+        return decision, False
+
+
+def decision_request(
+    run: RecordedRun,
+    recorded: RecordedDecision | None,
+    context: list[Message] | tuple[Message, ...],
+    *,
+    seed: int,
+    step: int | None,
+    agent: str | None,
+) -> DecisionRequest:
+    """The request that re-decides ``recorded`` (``None``: beyond the horizon) on ``context``:
+    the recorded tools (else those inferred from the run), sampling parameters and model."""
+    return DecisionRequest(
+        messages=tuple(context),
+        tools=tuple(recorded.tools or run.tool_definitions())
+        if recorded
+        else tuple(run.tool_definitions()) or None,
+        params=dict(recorded.params) if recorded else {},
+        model=recorded.model if recorded else None,
+        seed=seed,
+        step=step,
+        agent=agent,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,31 +411,18 @@ async def _decide(
         if swap is not None
         else env.registry.llm_for(agent=replayed.agent, name=replayed.name)
     )
-    request = DecisionRequest(
-        messages=tuple(context),
-        tools=tuple(recorded.tools or run.tool_definitions())
-        if recorded
-        else tuple(run.tool_definitions()) or None,
-        params=dict(recorded.params) if recorded else {},
-        model=recorded.model if recorded else None,
+    request = decision_request(
+        run,
+        recorded,
+        context,
         seed=replayed.seed,
         step=replayed.recorded_step,
         agent=replayed.agent,
     )
-    key = request.cache_key(policy.name)
-    cached = env.cache.get(key)
-    if cached is not None:
-        env.accounting.cache_hits += 1
-        replayed.action, replayed.origin = cached.message, f"cache:{policy.name}"
+    decision, cached = await env.decide(policy, request)
+    if cached:
+        replayed.action, replayed.origin = decision.message, f"cache:{policy.name}"
         return
-    env.budget.reserve()
-    async with env.semaphore(f"llm:{policy.name}", policy.max_concurrency):
-        decision = await policy.decide(request)
-    env.cache[key] = decision
-    env.accounting.llm_calls += 1
-    env.accounting.input_tokens += decision.input_tokens
-    env.accounting.output_tokens += decision.output_tokens
-    env.budget.tokens += decision.input_tokens + decision.output_tokens
     replayed.action, replayed.origin = decision.message, f"policy:{policy.name}"
     replayed.input_tokens, replayed.output_tokens = decision.input_tokens, decision.output_tokens
 

@@ -12,9 +12,9 @@ by its **step** number in the steps table (what ``otelcar show`` prints):
 | :class:`EditContext` | edit the context before deciding (then re-decide) |
 | :class:`SwapModel` | re-decide these steps with another registered LLM policy |
 
-Context edits: :class:`RemoveMessage`, :class:`ReplaceMessage`, :class:`RemoveJsonItem`,
-:class:`ReplaceJsonItem`, :class:`RemoveText`, :class:`ReplaceText`. Every plan round-trips
-through JSON (:meth:`Plan.to_json` / :meth:`Plan.from_json`) for reports.
+Context edits: :class:`RemoveMessage`, :class:`ReplaceMessage`, :class:`InsertMessage`,
+:class:`RemoveJsonItem`, :class:`ReplaceJsonItem`, :class:`RemoveText`, :class:`ReplaceText`.
+Every plan round-trips through JSON (:meth:`Plan.to_json` / :meth:`Plan.from_json`) for reports.
 """
 
 from __future__ import annotations
@@ -51,6 +51,22 @@ class ReplaceMessage:
     def apply(self, messages: list[Message]) -> list[Message]:
         _check_index(messages, self.index)
         return [*messages[: self.index], self.message, *messages[self.index + 1 :]]
+
+
+@dataclass(frozen=True, slots=True)
+class InsertMessage:
+    """Insert ``message`` before position ``index`` (``index == len(context)``: append)."""
+
+    index: int
+    message: Message
+    kind: ClassVar[str] = "insert_message"
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        if not 0 <= self.index <= len(messages):
+            raise PlanError(
+                f"insert position {self.index} is outside the context (0..{len(messages)})"
+            )
+        return [*messages[: self.index], self.message, *messages[self.index :]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +121,21 @@ class ReplaceText:
         return [*messages[: self.index], edited, *messages[self.index + 1 :]]
 
 
-Edit = RemoveMessage | ReplaceMessage | RemoveJsonItem | ReplaceJsonItem | RemoveText | ReplaceText
+Edit = (
+    RemoveMessage
+    | ReplaceMessage
+    | InsertMessage
+    | RemoveJsonItem
+    | ReplaceJsonItem
+    | RemoveText
+    | ReplaceText
+)
 EDITS: dict[str, type] = {
     cls.kind: cls
     for cls in (
         RemoveMessage,
         ReplaceMessage,
+        InsertMessage,
         RemoveJsonItem,
         ReplaceJsonItem,
         RemoveText,

@@ -109,7 +109,7 @@ class RecordedRun:
             for call in decision.action.tool_calls if decision.action else ():
                 if call.name and call.name not in seen:
                     properties = (
-                        {key: {} for key in call.arguments}
+                        {key: _json_type(value) for key, value in call.arguments.items()}
                         if isinstance(call.arguments, dict)
                         else {}
                     )
@@ -121,6 +121,21 @@ class RecordedRun:
                         "inferred": True,
                     }
         return list(seen.values())
+
+
+def _json_type(value: Any) -> dict[str, Any]:
+    """A minimal JSON schema for a recorded argument value."""
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int | float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if isinstance(value, list):
+        return {"type": "array"}
+    if isinstance(value, dict):
+        return {"type": "object"}
+    return {}
 
 
 def same_message(a: Message, b: Message) -> bool:

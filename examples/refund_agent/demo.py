@@ -1,0 +1,138 @@
+"""The main job end to end on the embedded local model (``make demo``).
+
+1. prepare the local model (assembled once into the otelcar data directory);
+2. start the model server and ``otelcar collect`` on 127.0.0.1 (free ports);
+3. run the refund agent with seeds 1, 2, … until a run fails (at most ``--max-runs``);
+4. ``otelcar replay`` (fidelity) and ``otelcar attribute`` on the failing trace;
+5. stop everything it started, and print where the results are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+def _otelcar(store: Path, *args: str, env: dict[str, str] | None = None) -> int:
+    command = [sys.executable, "-m", "otelcar.cli", "--store", str(store), *args]
+    print("$ otelcar " + " ".join(args), flush=True)
+    return subprocess.call(command, env=env, cwd=ROOT)
+
+
+def _start_collector(store: Path, ready: Path) -> subprocess.Popen[bytes]:
+    ready.unlink(missing_ok=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "otelcar.cli",
+            "--store",
+            str(store),
+            "collect",
+            "--grpc-port",
+            "0",
+            "--http-port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 60
+    while not (ready.exists() and ready.read_text()):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("otelcar collect did not start")
+        time.sleep(0.1)
+    return process
+
+
+def _wait_for_trace(store: Path, trace_id: str, timeout_s: float = 60) -> None:
+    from otelcar import Store
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if trace_id in Store(store, create=False).traces()["trace_id"].to_list():
+                return
+        except Exception:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"trace {trace_id} did not reach the store")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "demo-output")
+    parser.add_argument("--max-runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=4, help="rollouts per plan")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from otelcar.model.prepare import prepare_model
+    from otelcar.model.server import ModelServer
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    store = out / "store"
+    print("preparing the local model (once)…", flush=True)
+    prepare_model()
+    collector = _start_collector(store, out / "collector.ready")
+    try:
+        with ModelServer() as server:
+            print(f"model server at {server.base_url}", flush=True)
+            ports = json.loads((out / "collector.ready").read_text())
+            os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{ports['grpc_port']}"
+            os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
+            from examples.refund_agent.agent import traced_episode
+
+            failing = None
+            for seed in range(1, args.max_runs + 1):
+                episode = traced_episode(server.base_url, server.model, seed=seed)
+                print(
+                    f"run {seed}: trace {episode.trace_id} "
+                    f"{'FAILED' if episode.failed else 'ok'} refunds={episode.refunds}",
+                    flush=True,
+                )
+                if episode.failed:
+                    failing = episode
+                    break
+            if failing is None:
+                print("no failing run recorded; try --max-runs", flush=True)
+                return 1
+            _wait_for_trace(store, failing.trace_id)
+            env = {**os.environ, "OPENAI_BASE_URL": server.base_url}
+            config = str(HERE / "otelcar.toml")
+            _otelcar(store, "show", failing.trace_id)
+            _otelcar(store, "replay", failing.trace_id, "-c", config, env=env)
+            result = out / "attribution.json"
+            code = _otelcar(
+                store,
+                "attribute",
+                failing.trace_id,
+                "-c",
+                config,
+                "--rollouts",
+                str(args.rollouts),
+                "--json",
+                str(result),
+                env=env,
+            )
+            print(f"\nresults in {out} (attribution: {result})", flush=True)
+            return code
+    finally:
+        collector.send_signal(signal.SIGTERM)
+        collector.wait(120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,512 @@
+"""``aggregate``: the systematic weak step across many failing traces of one agent.
+
+Each failing trace is attributed on its own (:func:`otelcar.attribution.attribute`). Its
+decision steps are then named by a **stable identity** that survives across runs: the agent,
+the step name and what the recorded action did (its tool names, or ``answer`` for a final
+answer) — ``"support · gpt-4o → issue_refund"``. Step numbers do not survive (runs differ in
+length); identities do.
+
+Statistics, per identity ``s`` (``docs/reports.md``):
+
+- **Culprit count** ``k_s``: in how many attributed traces the culprit's identity is ``s``;
+  the **culprit share** ``k_s / N`` over the ``N`` attributed failing traces, with a Wilson
+  interval.
+- **Chance level.** If blame fell on a trace's decision steps at random, trace ``t`` (with a
+  culprit) would blame ``s`` with probability ``p_t = m_t(s) / n_t`` (``m_t(s)`` decisions of
+  identity ``s`` among its ``n_t``). ``k_s`` is then Poisson-binomial; the one-sided exact
+  p-value ``P(K ≥ k_s)`` is computed by dynamic programming, and Holm-adjusted across all
+  identities seen.
+- **Mean effect**: the mean over traces containing ``s`` of its step effect Δ in that trace
+  (the largest Δ when ``s`` occurs several times), with a Student-t interval over traces
+  (``mean ± t_{m−1} · sd / √m``; none for a single trace). Traces attributed by bisection only
+  estimate the culprit's row and add nothing for the other identities.
+- **Bad luck versus a design flaw.** ``design flaw``: culprit in at least 2 traces, blamed
+  significantly more often than chance (Holm-adjusted p < 1 − confidence), and a mean effect
+  whose interval lies above 0 — the step fails the agent systematically. ``suspect``: culprit
+  in 2 or more traces without meeting that bar (more traces would tell). ``bad luck``: the
+  culprit of a single trace — a one-off draw of a bad action, not a pattern. ``not blamed``:
+  never the culprit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from scipy import stats
+
+from otelcar.attribution.api import attribute_async
+from otelcar.attribution.stats import holm, wilson
+from otelcar.errors import OtelcarError
+from otelcar.outcome import Outcome
+from otelcar.policies.registry import PolicyRegistry
+
+AGGREGATE_VERSION = 1
+CLASSES = ("design flaw", "suspect", "bad luck", "not blamed")
+TRACE_STATUSES = ("attributed", "passed", "skipped")
+
+
+# -- identities -------------------------------------------------------------------------------
+def action_tools(message: Mapping[str, Any] | None) -> str:
+    """The stable part of an action: its tool names joined with ``+``, else ``answer``."""
+    if message is None:
+        return "no action"
+    names = sorted({str(c.get("name")) for c in message.get("tool_calls") or []})
+    return "+".join(names) if names else "answer"
+
+
+def step_identity(agent: str | None, name: str | None, action: Mapping[str, Any] | None) -> str:
+    """``agent · step name → tools`` of a decision step (see the module docstring)."""
+    return f"{agent or '?'} · {name or '?'} → {action_tools(action)}"
+
+
+def decision_identities(steps: pl.DataFrame) -> dict[int, str]:
+    """Step number → identity, for every LLM (decision) step of a steps table."""
+    return {
+        row["step"]: step_identity(row["agent_name"], row["name"], row["output"])
+        for row in steps.filter(pl.col("kind") == "llm").iter_rows(named=True)
+    }
+
+
+# -- one trace --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TraceVerdict:
+    """What attribution said about one trace, by step identity."""
+
+    trace_id: str
+    status: str  # attributed | passed | skipped
+    verdict: str | None = None
+    culprit_step: int | None = None
+    culprit_identity: str | None = None
+    delta: float | None = None
+    delta_ci: tuple[float, float] | None = None
+    p_adjusted: float | None = None
+    headline: str | None = None
+    reason: str | None = None
+    effects: dict[str, float] = field(default_factory=dict)  # identity → largest Δ
+    decisions: dict[str, int] = field(default_factory=dict)  # identity → decision steps
+    cost: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "status": self.status,
+            "verdict": self.verdict,
+            "culprit_step": self.culprit_step,
+            "culprit_identity": self.culprit_identity,
+            "delta": self.delta,
+            "delta_ci": list(self.delta_ci) if self.delta_ci else None,
+            "p_adjusted": self.p_adjusted,
+            "headline": self.headline,
+            "reason": self.reason,
+            "effects": self.effects,
+            "decisions": self.decisions,
+            "cost": self.cost,
+        }
+
+
+def trace_verdict(result: Mapping[str, Any], steps: pl.DataFrame) -> TraceVerdict:
+    """A :class:`TraceVerdict` from an attribution result (``to_dict()``) and its steps."""
+    identities = decision_identities(steps)
+    decisions: dict[str, int] = {}
+    for identity in identities.values():
+        decisions[identity] = decisions.get(identity, 0) + 1
+    effects: dict[str, float] = {}
+    for row in result["steps"]:
+        identity = identities.get(row["step"])
+        if identity is None or not math.isfinite(row["delta"]):
+            continue
+        effects[identity] = max(effects.get(identity, -math.inf), row["delta"])
+    culprit = next((r for r in result["steps"] if r["step"] == result.get("culprit")), None)
+    return TraceVerdict(
+        trace_id=result["trace_id"],
+        status="attributed",
+        verdict=result["verdict"],
+        culprit_step=culprit["step"] if culprit else None,
+        culprit_identity=identities.get(culprit["step"]) if culprit else None,
+        delta=culprit["delta"] if culprit else None,
+        delta_ci=tuple(culprit["delta_ci"]) if culprit else None,  # type: ignore[arg-type]
+        p_adjusted=culprit["p_adjusted"] if culprit else None,
+        headline=result.get("headline"),
+        effects=effects,
+        decisions=decisions,
+        cost=dict(result.get("cost") or {}),
+    )
+
+
+async def attribute_traces_async(
+    traces: Iterable[tuple[str, pl.DataFrame]],
+    *,
+    registry: PolicyRegistry,
+    outcome: Outcome,
+    on_trace: Callable[[TraceVerdict], None] | None = None,
+    max_calls: int | None = None,
+    max_tokens: int | None = None,
+    **options: Any,
+) -> list[TraceVerdict]:
+    """Attribute every failing trace of ``traces`` (``(trace_id, steps)`` pairs), one after
+    the other. A trace whose recording does not fail under ``outcome`` is ``passed`` (no
+    policy call spent); one that cannot be attributed (not reproducible, no decision) is
+    ``skipped`` with the reason. ``max_calls``/``max_tokens``: a budget per trace.
+    ``options`` go to :func:`attribute_async`."""
+    from otelcar.replay.harness import Budget
+    from otelcar.replay.recorded import load_run
+
+    out: list[TraceVerdict] = []
+    for trace_id, steps in traces:
+        try:
+            failed = await outcome.failed(steps)
+        except Exception as exc:
+            verdict = TraceVerdict(trace_id, "skipped", reason=f"outcome: {exc}")
+        else:
+            if not failed:
+                verdict = TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
+            else:
+                try:
+                    run = load_run(trace_id, steps)
+                    result = await attribute_async(
+                        run,
+                        registry=registry,
+                        outcome=outcome,
+                        budget=Budget(max_calls, max_tokens),
+                        **options,
+                    )
+                    verdict = trace_verdict(result.to_dict(), steps)
+                except OtelcarError as exc:
+                    verdict = TraceVerdict(trace_id, "skipped", reason=str(exc))
+        out.append(verdict)
+        if on_trace is not None:
+            on_trace(verdict)
+    return out
+
+
+def attribute_traces(
+    traces: Iterable[tuple[str, pl.DataFrame]], **options: Any
+) -> list[TraceVerdict]:
+    """Synchronous :func:`attribute_traces_async`."""
+    return asyncio.run(attribute_traces_async(traces, **options))
+
+
+# -- across traces ----------------------------------------------------------------------------
+def poisson_binomial_sf(k: int, probabilities: Sequence[float]) -> float:
+    """``P(K ≥ k)`` for a sum of independent Bernoulli(p_i) (exact, by dynamic programming)."""
+    if k <= 0:
+        return 1.0
+    dist = [1.0]
+    for p in probabilities:
+        nxt = [0.0] * (len(dist) + 1)
+        for j, mass in enumerate(dist):
+            nxt[j] += mass * (1 - p)
+            nxt[j + 1] += mass * p
+        dist = nxt
+    return float(min(1.0, max(0.0, sum(dist[k:]))))
+
+
+def t_interval(values: Sequence[float], confidence: float) -> tuple[float, float] | None:
+    """Student-t interval of the mean of ``values`` (``None`` for fewer than two)."""
+    m = len(values)
+    if m < 2:
+        return None
+    mean = sum(values) / m
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (m - 1))
+    half = float(stats.t.ppf(1 - (1 - confidence) / 2, m - 1)) * sd / math.sqrt(m)
+    return (mean - half, mean + half)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """One step identity across the batch (see the module docstring for every number)."""
+
+    identity: str
+    traces: int  # attributed traces in which the identity occurs
+    decisions: int  # decision steps of that identity, over all attributed traces
+    culprit: int
+    share: float
+    share_ci: tuple[float, float]
+    expected: float  # culprit count expected if blame fell on random decision steps
+    p_value: float
+    p_adjusted: float
+    mean_delta: float | None
+    mean_delta_ci: tuple[float, float] | None
+    delta_sd: float | None
+    effect_traces: int  # traces with an effect estimate for this identity
+    classification: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "identity": self.identity,
+            "traces": self.traces,
+            "decisions": self.decisions,
+            "culprit": self.culprit,
+            "share": self.share,
+            "share_ci": list(self.share_ci),
+            "expected": self.expected,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "mean_delta": self.mean_delta,
+            "mean_delta_ci": list(self.mean_delta_ci) if self.mean_delta_ci else None,
+            "delta_sd": self.delta_sd,
+            "effect_traces": self.effect_traces,
+            "classification": self.classification,
+        }
+
+
+@dataclass
+class AggregateResult:
+    """Step identities ranked by how systematically they cause the failures."""
+
+    confidence: float
+    traces: list[TraceVerdict]
+    steps: list[StepStats]
+    service: str | None = None
+    since: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def attributed(self) -> list[TraceVerdict]:
+        return [t for t in self.traces if t.status == "attributed"]
+
+    def cost(self) -> dict[str, Any]:
+        """Policy calls, tokens, rollouts and seconds, summed over the traces."""
+        total: dict[str, Any] = {}
+        for trace in self.traces:
+            for key, value in trace.cost.items():
+                if isinstance(value, int | float):
+                    total[key] = total.get(key, 0) + value
+        if "wall_s" in total:
+            total["wall_s"] = round(total["wall_s"], 3)
+        return total
+
+    def headline(self) -> str:
+        """One sentence: the systematic weak step, or that none was found, and what it cost."""
+        n = len(self.attributed)
+        counts = {s: sum(t.status == s for t in self.traces) for s in TRACE_STATUSES}
+        calls = self.cost().get("llm_calls", 0)
+        tail = (
+            f" ({counts['attributed']} failing traces attributed, {counts['passed']} passed, "
+            f"{counts['skipped']} skipped; {calls} policy calls)"
+        )
+        if not n:
+            return "No failing trace could be attributed" + tail + "."
+        flaws = [s for s in self.steps if s.classification == "design flaw"]
+        if flaws:
+            s = flaws[0]
+            effect = ""
+            if s.mean_delta is not None:
+                effect = f", mean Δ {s.mean_delta:+.2f}"
+                if s.mean_delta_ci:
+                    effect += f" [{s.mean_delta_ci[0]:+.2f}, {s.mean_delta_ci[1]:+.2f}]"
+            return (
+                f"Design flaw: '{s.identity}' was the culprit in {s.culprit} of {n} failing "
+                f"traces ({s.share:.0%} [{s.share_ci[0]:.0%}, {s.share_ci[1]:.0%}]; "
+                f"{s.expected:.1f} expected by chance, p_adj={s.p_adjusted:.2g}){effect}"
+                + tail
+                + "."
+            )
+        blamed = [s for s in self.steps if s.culprit]
+        if not blamed:
+            return "No trace had a culprit step (locked-in or undecided)" + tail + "."
+        return (
+            f"No systematic weak step: the culprits look like bad luck (most often "
+            f"'{blamed[0].identity}', {blamed[0].culprit} of {n} traces, not significantly "
+            f"above chance)" + tail + "."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": AGGREGATE_VERSION,
+            "kind": "aggregate",
+            "service": self.service,
+            "since": self.since,
+            "confidence": self.confidence,
+            "headline": self.headline(),
+            "counts": {s: sum(t.status == s for t in self.traces) for s in TRACE_STATUSES},
+            "method": {
+                "identity": "agent · step name → tool names of the recorded action",
+                "culprit_share_interval": "Wilson",
+                "chance_test": "one-sided exact Poisson-binomial test against blame falling on "
+                "a random decision step of each trace; Holm across identities",
+                "mean_effect_interval": "Student t over traces (largest Δ of the identity in "
+                "each trace)",
+                "classification": {
+                    "design flaw": "culprit in ≥ 2 traces, p_adj < 1 − confidence and the mean "
+                    "effect's interval above 0",
+                    "suspect": "culprit in ≥ 2 traces without meeting that bar",
+                    "bad luck": "culprit in exactly one trace",
+                    "not blamed": "never the culprit",
+                },
+            },
+            "steps": [s.to_dict() for s in self.steps],
+            "traces": [t.to_dict() for t in self.traces],
+            "cost": self.cost(),
+            "notes": self.notes,
+        }
+
+
+def aggregate(
+    verdicts: Sequence[TraceVerdict],
+    *,
+    confidence: float = 0.95,
+    service: str | None = None,
+    since: str | None = None,
+) -> AggregateResult:
+    """Rank step identities over the attributed traces of ``verdicts`` (module docstring)."""
+    alpha = 1 - confidence
+    attributed = [t for t in verdicts if t.status == "attributed"]
+    with_culprit = [t for t in attributed if t.culprit_identity is not None]
+    n = len(attributed)
+    identities = sorted({i for t in attributed for i in t.decisions})
+    p_values: list[float] = []
+    rows: list[dict[str, Any]] = []
+    for identity in identities:
+        k = sum(t.culprit_identity == identity for t in with_culprit)
+        chance = [
+            t.decisions.get(identity, 0) / max(1, sum(t.decisions.values())) for t in with_culprit
+        ]
+        p_values.append(poisson_binomial_sf(k, chance))
+        effects = [t.effects[identity] for t in attributed if identity in t.effects]
+        mean = sum(effects) / len(effects) if effects else None
+        sd = (
+            math.sqrt(sum((e - mean) ** 2 for e in effects) / (len(effects) - 1))
+            if mean is not None and len(effects) > 1
+            else None
+        )
+        share_ci = wilson(k, n, confidence)
+        rows.append(
+            {
+                "identity": identity,
+                "traces": sum(identity in t.decisions for t in attributed),
+                "decisions": sum(t.decisions.get(identity, 0) for t in attributed),
+                "culprit": k,
+                "share": k / n if n else 0.0,
+                "share_ci": (share_ci.low, share_ci.high),
+                "expected": sum(chance),
+                "mean_delta": mean,
+                "mean_delta_ci": t_interval(effects, confidence),
+                "delta_sd": sd,
+                "effect_traces": len(effects),
+            }
+        )
+    adjusted = holm(p_values) if p_values else []
+    out: list[StepStats] = []
+    for row, p, p_adj in zip(rows, p_values, adjusted, strict=True):
+        k, ci = row["culprit"], row["mean_delta_ci"]
+        if k >= 2 and p_adj < alpha and ci is not None and ci[0] > 0:
+            label = "design flaw"
+        elif k >= 2:
+            label = "suspect"
+        elif k == 1:
+            label = "bad luck"
+        else:
+            label = "not blamed"
+        out.append(StepStats(**row, p_value=p, p_adjusted=p_adj, classification=label))
+    out.sort(
+        key=lambda s: (
+            CLASSES.index(s.classification),
+            -s.culprit,
+            s.p_value,
+            -(s.mean_delta if s.mean_delta is not None else -math.inf),
+        )
+    )
+    notes = []
+    if n and len(with_culprit) < n:
+        notes.append(
+            f"{n - len(with_culprit)} of {n} attributed traces had no culprit "
+            "(locked-in or undecided): they count in the shares' denominator only"
+        )
+    agents = {i.split(" · ", 1)[0] for i in identities}
+    if len(agents) > 1:
+        notes.append(f"the traces involve {len(agents)} agents: {', '.join(sorted(agents))}")
+    return AggregateResult(
+        confidence=confidence,
+        traces=list(verdicts),
+        steps=out,
+        service=service,
+        since=since,
+        notes=notes,
+    )
+
+
+def aggregate_schema_document() -> dict[str, Any]:
+    """JSON Schema of ``otelcar aggregate --json`` (``schemas/aggregate.schema.json``)."""
+    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    nullable_interval = {"oneOf": [{"type": "null"}, interval]}
+    step = {
+        "type": "object",
+        "required": [
+            "identity",
+            "traces",
+            "culprit",
+            "share",
+            "share_ci",
+            "expected",
+            "p_value",
+            "p_adjusted",
+            "mean_delta",
+            "mean_delta_ci",
+            "classification",
+        ],
+        "properties": {
+            "identity": {"type": "string"},
+            "traces": {"type": "integer"},
+            "decisions": {"type": "integer"},
+            "culprit": {"type": "integer"},
+            "share": {"type": "number"},
+            "share_ci": interval,
+            "expected": {"type": "number"},
+            "p_value": {"type": "number"},
+            "p_adjusted": {"type": "number"},
+            "mean_delta": {"type": ["number", "null"]},
+            "mean_delta_ci": nullable_interval,
+            "delta_sd": {"type": ["number", "null"]},
+            "effect_traces": {"type": "integer"},
+            "classification": {"enum": list(CLASSES)},
+        },
+    }
+    trace = {
+        "type": "object",
+        "required": ["trace_id", "status"],
+        "properties": {
+            "trace_id": {"type": "string"},
+            "status": {"enum": list(TRACE_STATUSES)},
+            "verdict": {"enum": ["culprit", "locked-in", "undecided", None]},
+            "culprit_step": {"type": ["integer", "null"]},
+            "culprit_identity": {"type": ["string", "null"]},
+            "delta": {"type": ["number", "null"]},
+            "delta_ci": nullable_interval,
+            "p_adjusted": {"type": ["number", "null"]},
+            "headline": {"type": ["string", "null"]},
+            "reason": {"type": ["string", "null"]},
+            "effects": {"type": "object", "additionalProperties": {"type": "number"}},
+            "decisions": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "cost": {"type": "object"},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "otelcar/aggregate.schema.json",
+        "title": "otelcar aggregate --json",
+        "type": "object",
+        "required": ["version", "kind", "confidence", "headline", "counts", "steps", "traces"],
+        "properties": {
+            "version": {"const": AGGREGATE_VERSION},
+            "kind": {"const": "aggregate"},
+            "service": {"type": ["string", "null"]},
+            "since": {"type": ["string", "null"]},
+            "confidence": {"type": "number"},
+            "headline": {"type": "string"},
+            "counts": {
+                "type": "object",
+                "properties": {s: {"type": "integer"} for s in TRACE_STATUSES},
+            },
+            "method": {"type": "object"},
+            "steps": {"type": "array", "items": step},
+            "traces": {"type": "array", "items": trace},
+            "cost": {"type": "object"},
+            "notes": {"type": "array", "items": {"type": "string"}},
+        },
+    }

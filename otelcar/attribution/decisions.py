@@ -1,0 +1,411 @@
+"""Re-deciding one decision on an edited context: what counts as the same decision, what the
+agent did instead, and the sampled arms ``otelcar why`` and ``otelcar fix`` compare.
+
+**Same decision** (``same=``) — a re-decision repeats the recorded decision when:
+
+- ``tool``: it calls the target tool (the recorded call the outcome names, else the first);
+- ``tool+args``: it calls the target tool with equal arguments;
+- ``regex:PATTERN``: the pattern matches one of its calls written ``name {canonical JSON
+  arguments}``; when the pattern matches none of the recorded calls, its reply text too;
+- ``judge`` / ``judge:KEY``: the LLM policy ``llm:judge`` (or ``KEY``; else ``llm``) answers
+  SAME when shown the recorded and the new action.
+
+**What the agent did instead** (every re-decision that is not the same decision):
+``different`` — another tool call; ``refetch`` — a call already made in the context (same
+name and arguments), or a call of the tool that produced a removed piece with ≥ 60 % of its
+argument tokens; ``ask`` — a reply asking for something; ``stop`` — an empty reply, or one
+saying the information is missing; ``answer`` — any other reply without a tool call.
+
+**Arms.** Sample ``r`` of every arm uses the seed ``derive_seed(seed, r, decision index)``, the
+seed rollout ``r`` of ``Plan((Resample(step),))`` gives this decision: the base arm's requests
+are the replay's own, requests are cached in the :class:`~otelcar.replay.Environment`, and arms
+share seeds (common random numbers: with a seed-honouring policy a removal that changes
+nothing gives identical samples).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from otelcar.attribution.pieces import Piece, action_text, apply_edits, tokens
+from otelcar.attribution.stats import Interval, wilson
+from otelcar.errors import OtelcarError
+from otelcar.messages import Message, ToolCall
+from otelcar.policies.base import DecisionRequest, LLMPolicy, PolicyError
+from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.harness import BudgetExhausted, Environment, decision_request, derive_seed
+from otelcar.replay.plan import Edit, EditContext, Plan
+from otelcar.replay.recorded import RecordedDecision, RecordedRun
+
+KINDS = ("different", "answer", "refetch", "ask", "stop")
+CAUSE_KINDS = frozenset({"different", "answer"})
+_ASK = re.compile(
+    r"\?|\b(?:please|could you|can you|would you)\s+(?:provide|confirm|share|send|tell|check)\b",
+    re.IGNORECASE,
+)
+_STOP = re.compile(
+    r"\b(?:can(?:no|')t (?:find|see|access|locate|proceed)|unable to|(?:do not|don't) have|"
+    r"no (?:information|record|records|details|data)\b|missing)",
+    re.IGNORECASE,
+)
+
+
+class DecisionError(OtelcarError):
+    """The decision cannot be re-decided or compared (no context, no rule, bad rule)."""
+
+
+# -- same decision -----------------------------------------------------------------------------
+def canonical(arguments: Any) -> str:
+    return (
+        arguments
+        if isinstance(arguments, str)
+        else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    )
+
+
+def describe_action(action: Message | None) -> str:
+    """``name({arguments})`` per call, else ``answer: "text"``."""
+    if action is None:
+        return "(no action)"
+    if action.tool_calls:
+        return "; ".join(f"{c.name}({canonical(c.arguments)})" for c in action.tool_calls)
+    text = (action.content or "").strip().replace("\n", " ")
+    return f'answer: "{text[:120]}{"…" if len(text) > 120 else ""}"' if text else "(empty reply)"
+
+
+class SameDecision(Protocol):
+    """A rule saying whether a re-decision repeats the recorded decision."""
+
+    spec: str
+
+    def describe(self) -> str: ...
+
+    async def matches(self, action: Message, env: Environment) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SameTool:
+    name: str
+    spec: str = "tool"
+
+    def describe(self) -> str:
+        return f"calls {self.name}"
+
+    async def matches(self, action: Message, env: Environment) -> bool:
+        return any(c.name == self.name for c in action.tool_calls)
+
+
+@dataclass(frozen=True)
+class SameCall:
+    name: str
+    arguments: Any
+    spec: str = "tool+args"
+
+    def describe(self) -> str:
+        return f"calls {self.name}({canonical(self.arguments)})"
+
+    async def matches(self, action: Message, env: Environment) -> bool:
+        want = canonical(self.arguments)
+        return any(
+            c.name == self.name and canonical(c.arguments) == want for c in action.tool_calls
+        )
+
+
+@dataclass(frozen=True)
+class RegexMatch:
+    pattern: str
+    calls_only: bool
+    spec: str = "regex"
+
+    def describe(self) -> str:
+        where = "a call" if self.calls_only else "a call or the reply"
+        return f"{where} matches /{self.pattern}/"
+
+    async def matches(self, action: Message, env: Environment) -> bool:
+        regex = re.compile(self.pattern)
+        if any(regex.search(f"{c.name} {canonical(c.arguments)}") for c in action.tool_calls):
+            return True
+        return not self.calls_only and bool(regex.search(action.content or ""))
+
+
+JUDGE_SYSTEM = (
+    "You compare two actions of an AI agent taken in the same situation. Answer with one "
+    "word: SAME if the new action is the same decision as the recorded one (the same kind of "
+    "action with the same effect), DIFFERENT otherwise."
+)
+
+
+@dataclass(frozen=True)
+class JudgeMatch:
+    policy: Any  # LLMPolicy
+    recorded: Message
+    spec: str = "judge"
+
+    def describe(self) -> str:
+        return f"judge {self.policy.name} says SAME as {describe_action(self.recorded)}"
+
+    async def matches(self, action: Message, env: Environment) -> bool:
+        request = DecisionRequest(
+            messages=(
+                Message("system", JUDGE_SYSTEM),
+                Message(
+                    "user",
+                    f"Recorded action: {describe_action(self.recorded)}\n"
+                    f"New action: {describe_action(action)}\nSAME or DIFFERENT?",
+                ),
+            ),
+            tools=None,
+            params={"temperature": 0, "max_tokens": 8},
+            model=None,
+            seed=0,
+            step=None,
+        )
+        decision, _ = await env.decide(self.policy, request)
+        word = (decision.message.content or "").strip().upper()
+        if word.startswith("SAME"):
+            return True
+        if word.startswith("DIFFERENT"):
+            return False
+        raise PolicyError(f"judge answered {word[:60]!r}, not SAME or DIFFERENT")
+
+
+def target_call(action: Message, outcome: Any = None) -> ToolCall | None:
+    """The recorded call the decision is about: the one the outcome names, else the first."""
+    wanted = getattr(outcome, "tool", None)
+    for call in action.tool_calls:
+        if wanted is not None and call.name == wanted:
+            return call
+    return action.tool_calls[0] if action.tool_calls else None
+
+
+def same_decision(
+    spec: str, recorded: Message, registry: PolicyRegistry, *, outcome: Any = None
+) -> SameDecision:
+    """The rule ``spec`` (see the module docstring) for the recorded action ``recorded``."""
+    call = target_call(recorded, outcome)
+    if spec in ("tool", "tool+args"):
+        if call is None or not call.name:
+            raise DecisionError(
+                "the recorded decision makes no tool call: use --same regex:PATTERN or judge"
+            )
+        return SameTool(call.name) if spec == "tool" else SameCall(call.name, call.arguments)
+    if spec.startswith("regex:"):
+        pattern = spec[6:]
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise DecisionError(f"--same {spec!r}: invalid regex ({exc})") from None
+        on_call = any(
+            regex.search(f"{c.name} {canonical(c.arguments)}") for c in recorded.tool_calls
+        )
+        return RegexMatch(pattern, calls_only=on_call, spec=spec)
+    if spec == "judge" or spec.startswith("judge:"):
+        key = spec[6:] or None
+        if key is None:
+            known = registry.keys()
+            key = "llm:judge" if "llm:judge" in known else "llm"
+        return JudgeMatch(registry.llm(key), recorded, spec=spec)
+    raise DecisionError(f"unknown --same {spec!r}; use tool, tool+args, regex:PATTERN or judge")
+
+
+# -- what the agent did instead ----------------------------------------------------------------
+def _argument_overlap(a: Any, b: Any) -> float:
+    x, y = set(tokens(canonical(a))), set(tokens(canonical(b)))
+    return len(x & y) / len(y) if y else float(not x)
+
+
+def classify(action: Message, context: Sequence[Message], removed: Sequence[Piece]) -> str:
+    """What a re-decision that did not repeat the decision did instead (module docstring)."""
+    if action.tool_calls:
+        made = {
+            (c.name, canonical(c.arguments))
+            for m in context
+            if m.role != "tool"
+            for c in m.tool_calls
+        }
+        sources = {p.message for p in removed if p.role == "tool"}
+        ids = {context[i].tool_call_id for i in sources}
+        producers = [c for m in context for c in m.tool_calls if c.id and c.id in ids]
+        for call in action.tool_calls:
+            if (call.name, canonical(call.arguments)) in made:
+                return "refetch"
+            if any(
+                call.name == p.name and _argument_overlap(call.arguments, p.arguments) >= 0.6
+                for p in producers
+            ):
+                return "refetch"
+        return "different"
+    text = (action.content or "").strip()
+    if not text:
+        return "stop"
+    if _ASK.search(text):
+        return "ask"
+    if _STOP.search(text):
+        return "stop"
+    return "answer"
+
+
+def label_of(kinds: Counter[str]) -> str:
+    """``cause`` when the agent most often decides differently (another call, an answer),
+    ``prerequisite`` when it most often re-fetches, asks or stops."""
+    if not kinds:
+        return "cause"
+    top = max(KINDS, key=lambda k: (kinds.get(k, 0), -KINDS.index(k)))
+    return "cause" if top in CAUSE_KINDS else "prerequisite"
+
+
+# -- arms ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One re-decision: ``bad`` (repeats the decision; ``None`` on error) and what it did."""
+
+    r: int
+    bad: bool | None
+    action: Message | None
+    kind: str  # same | different | answer | refetch | ask | stop | error
+    error: str | None = None
+
+
+@dataclass
+class Arm:
+    """The re-decisions of one edited context, by sample index."""
+
+    key: str
+    edits: tuple[Edit, ...]
+    removed: tuple[Piece, ...] = ()
+    samples: dict[int, Sample] = field(default_factory=dict)
+
+    def valid(self, upto: int | None = None) -> list[Sample]:
+        return [
+            s
+            for r, s in sorted(self.samples.items())
+            if s.bad is not None and (upto is None or r < upto)
+        ]
+
+    @property
+    def n(self) -> int:
+        return len(self.valid())
+
+    @property
+    def bad(self) -> int:
+        return sum(bool(s.bad) for s in self.valid())
+
+    @property
+    def rate(self) -> float:
+        return self.bad / self.n if self.n else float("nan")
+
+    def ci(self, confidence: float = 0.95) -> Interval:
+        return wilson(self.bad, self.n, confidence)
+
+    @property
+    def errors(self) -> list[str]:
+        return [s.error or "" for s in self.samples.values() if s.bad is None]
+
+    def instead(self) -> Counter[str]:
+        return Counter(s.kind for s in self.valid() if not s.bad)
+
+    def alternative(self) -> Message | None:
+        """The most common action among the samples that did not repeat the decision."""
+        counts: Counter[str] = Counter()
+        first: dict[str, Message] = {}
+        for s in self.valid():
+            if not s.bad and s.action is not None:
+                key = describe_action(s.action)
+                counts[key] += 1
+                first.setdefault(key, s.action)
+        return first[counts.most_common(1)[0][0]] if counts else None
+
+
+class Sampler:
+    """Re-decides one recorded decision on edited contexts (see the module docstring)."""
+
+    def __init__(
+        self,
+        run: RecordedRun,
+        decision: RecordedDecision,
+        env: Environment,
+        same: SameDecision,
+        *,
+        seed: int = 0,
+        policy: LLMPolicy | None = None,
+        on_sample: Callable[[Sample], None] | None = None,
+    ) -> None:
+        if decision.context is None:
+            raise DecisionError(
+                f"step {decision.step}: its context was not captured "
+                f"({'; '.join(decision.problems) or 'no input messages'}): nothing to re-decide"
+            )
+        self.run = run
+        self.decision = decision
+        self.context: list[Message] = list(decision.context)
+        self.env = env
+        self.same = same
+        self.seed = seed
+        self.policy = policy or env.registry.llm_for(agent=decision.agent, name=decision.name)
+        self.on_sample = on_sample
+        self.arms: dict[str, Arm] = {}
+
+    def key(self, edits: Sequence[Edit]) -> str:
+        return Plan(tuple(EditContext(self.decision.step, e) for e in edits)).to_json()
+
+    def arm(self, edits: Sequence[Edit], removed: Sequence[Piece] = ()) -> Arm:
+        key = self.key(edits)
+        if key not in self.arms:
+            self.arms[key] = Arm(key, tuple(edits), tuple(removed))
+        return self.arms[key]
+
+    async def ensure(self, edits: Sequence[Edit], n: int, removed: Sequence[Piece] = ()) -> Arm:
+        """The arm of ``edits`` with samples ``0..n-1`` (missing ones drawn concurrently).
+
+        Raises :class:`~otelcar.replay.BudgetExhausted` once every started sample finished.
+        """
+        arm = self.arm(edits, removed)
+        missing = [r for r in range(n) if r not in arm.samples]
+        if not missing:
+            return arm
+        context = apply_edits(self.context, arm.edits)
+        results = await asyncio.gather(
+            *(self._one(context, arm, r) for r in missing), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BudgetExhausted):
+                raise result
+            if isinstance(result, BaseException):
+                raise result
+        return arm
+
+    async def _one(self, context: list[Message], arm: Arm, r: int) -> None:
+        seed = derive_seed(self.seed, r, self.decision.index)
+        request = decision_request(
+            self.run,
+            self.decision,
+            context,
+            seed=seed,
+            step=self.decision.step,
+            agent=self.decision.agent,
+        )
+        try:
+            decision, _ = await self.env.decide(self.policy, request)
+            action = decision.message
+            bad = await self.same.matches(action, self.env)
+        except BudgetExhausted:
+            raise
+        except Exception as exc:  # a failing policy or judge: this sample only
+            sample = Sample(r, None, None, "error", f"{type(exc).__name__}: {exc}")
+        else:
+            kind = "same" if bad else classify(action, self.context, arm.removed)
+            sample = Sample(r, bad, action, kind)
+        arm.samples[r] = sample
+        if self.on_sample is not None:
+            self.on_sample(sample)
+
+
+def decision_text(decision: RecordedDecision) -> str:
+    """The recorded decision as text (for ranking pieces by wording overlap)."""
+    return action_text(decision.action)

@@ -1,0 +1,449 @@
+"""The result of ``otelcar why``: typed, printable, and JSON (``schemas/why.schema.json``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelcar.attribution.pieces import Piece
+from otelcar.attribution.stats import Interval, newcombe_unpaired, wilson
+
+WHY_VERSION = 1
+WHY_VERDICTS = ("cause", "prerequisites-only", "no-cause", "not-reproduced", "too-rare")
+TEST_VERDICTS = ("confirmed", "not-confirmed", "screened-out", "no-samples")
+
+
+def _interval(value: Interval) -> list[float]:
+    return [round(value.low, 6), round(value.high, 6)]
+
+
+@dataclass
+class TestRecord:
+    """One hypothesis test: "removing ``removed`` lowers the rate of the decision".
+
+    ``level`` is the significance level the online procedure gave this test; ``p`` the
+    one-sided Fisher exact p-value (base arm vs this arm), ``p_paired`` the one-sided exact
+    McNemar p-value on the samples both arms drew with the same seed (reported, not used).
+    """
+
+    t: int
+    purpose: str  # screen | drill | joint | recheck
+    removed: tuple[Piece, ...]
+    fill: str
+    level: float
+    base_bad: int
+    base_n: int
+    bad: int
+    n: int
+    p: float | None
+    p_paired: float | None
+    verdict: str
+    instead: dict[str, int]
+    alternative: str | None
+    plan: dict[str, Any]
+    confidence: float = 0.95
+    reference: tuple[Piece, ...] | None = None  # compared with this removal, not the base
+
+    @property
+    def confirmed(self) -> bool:
+        return self.verdict == "confirmed"
+
+    @property
+    def rate(self) -> float:
+        return self.bad / self.n if self.n else float("nan")
+
+    @property
+    def base_rate(self) -> float:
+        return self.base_bad / self.base_n if self.base_n else float("nan")
+
+    @property
+    def effect(self) -> float:
+        """Base rate minus the rate with the pieces removed."""
+        return self.base_rate - self.rate if self.n else 0.0
+
+    @property
+    def effect_ci(self) -> Interval:
+        """Newcombe (1998, method 10) interval of the effect (independent samples)."""
+        return newcombe_unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t": self.t,
+            "purpose": self.purpose,
+            "removed": [p.label for p in self.removed],
+            "texts": [p.text for p in self.removed],
+            "fill": self.fill,
+            "level": self.level,
+            "reference": None if self.reference is None else [p.label for p in self.reference],
+            "base": {"bad": self.base_bad, "n": self.base_n},
+            "bad": self.bad,
+            "n": self.n,
+            "rate": self.rate if self.n else None,
+            "rate_ci": _interval(wilson(self.bad, self.n, self.confidence)),
+            "effect": self.effect,
+            "effect_ci": _interval(self.effect_ci),
+            "p": self.p,
+            "p_paired": self.p_paired,
+            "verdict": self.verdict,
+            "instead": self.instead,
+            "alternative": self.alternative,
+            "plan": self.plan,
+        }
+
+
+@dataclass
+class Cause:
+    """A confirmed piece (or set of pieces acting only jointly), narrowed as far as it holds.
+
+    ``chain``: the confirmed tests from the whole message down to ``parts`` (each link
+    removes a smaller set); ``kind``: ``cause`` (the agent then decides differently) or
+    ``prerequisite`` (it then re-fetches, asks or stops).
+    """
+
+    kind: str
+    parts: tuple[Piece, ...]
+    chain: list[TestRecord]
+    recheck: TestRecord | None = None
+    checks: list[TestRecord] = field(default_factory=list)  # is each joint part needed?
+
+    @property
+    def test(self) -> TestRecord:
+        return self.chain[-1]
+
+    @property
+    def joint(self) -> bool:
+        return len(self.parts) > 1
+
+    @property
+    def text(self) -> str:
+        return " | ".join(p.text for p in self.parts)
+
+    @property
+    def label(self) -> str:
+        return " + ".join(p.label for p in self.parts)
+
+    @property
+    def narrowed(self) -> bool:
+        return any(p.level != "message" for p in self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        test = self.test
+        return {
+            "kind": self.kind,
+            "joint": self.joint,
+            "label": self.label,
+            "text": self.text,
+            "parts": [p.to_dict() for p in self.parts],
+            "effect": {
+                "base_rate": test.base_rate,
+                "base_ci": _interval(wilson(test.base_bad, test.base_n, test.confidence)),
+                "rate": test.rate,
+                "rate_ci": _interval(wilson(test.bad, test.n, test.confidence)),
+                "difference": test.effect,
+                "difference_ci": _interval(test.effect_ci),
+                "p": test.p,
+                "p_paired": test.p_paired,
+                "level": test.level,
+                "counts": {
+                    "base_bad": test.base_bad,
+                    "base_n": test.base_n,
+                    "bad": test.bad,
+                    "n": test.n,
+                },
+            },
+            "instead": test.instead,
+            "alternative": test.alternative,
+            "chain": [
+                {
+                    "level": max((p.level for p in link.removed), key=_depth),
+                    "removed": [p.label for p in link.removed],
+                    "texts": [p.text for p in link.removed],
+                    "t": link.t,
+                    "rate": link.rate,
+                    "effect": link.effect,
+                    "p": link.p,
+                    "bad": link.bad,
+                    "n": link.n,
+                }
+                for link in self.chain
+            ],
+            "needed": [
+                {"t": c.t, "part": c.removed[-1].label, "needed": c.confirmed, "p": c.p}
+                for c in self.checks
+            ],
+            "recheck": None
+            if self.recheck is None
+            else {
+                "fill": self.recheck.fill,
+                "holds": self.recheck.confirmed,
+                "p": self.recheck.p,
+                "bad": self.recheck.bad,
+                "n": self.recheck.n,
+            },
+        }
+
+
+def _depth(level: str) -> int:
+    return ("message", "item", "paragraph", "line", "sentence").index(level)
+
+
+@dataclass
+class WhyResult:
+    """Which text in a decision's context made the agent take it, how sure, at what cost."""
+
+    trace_id: str
+    step: int
+    step_reason: str
+    decision: str
+    same: str
+    same_spec: str
+    policy: str
+    base_bad: int
+    base_n: int
+    intermittent: bool
+    verdict: str
+    headline: Cause | None
+    causes: list[Cause]
+    tests: list[TestRecord]
+    untested: list[str]
+    alpha: float
+    min_drop: float
+    fill: str
+    samples: int
+    correction: str
+    cost: dict[str, Any]
+    stopped: str = "done"
+    base_instead: dict[str, int] = field(default_factory=dict)
+    base_alternative: str | None = None
+    notes: list[str] = field(default_factory=list)
+    confidence: float = 0.95
+
+    @property
+    def base_rate(self) -> float:
+        return self.base_bad / self.base_n if self.base_n else float("nan")
+
+    def alternatives(self) -> Counter[str]:
+        return Counter(self.base_instead)
+
+    def headline_text(self) -> str:
+        """One paragraph: what, where, how sure, what instead, at what cost."""
+        calls = self.cost.get("llm_calls", 0)
+        base = wilson(self.base_bad, self.base_n, self.confidence)
+        rate = (
+            f"{self.base_bad}/{self.base_n} = {self.base_rate:.0%} "
+            f"[{base.low:.0%}, {base.high:.0%}]"
+        )
+        if self.verdict == "not-reproduced":
+            return (
+                f"Step {self.step}: the decision ({self.decision}) did not recur in "
+                f"{self.base_n} re-decisions of its unchanged context: nothing to attribute. "
+                f"Cost: {calls} policy calls."
+            )
+        if self.verdict == "too-rare":
+            return (
+                f"Step {self.step}: the decision recurs in only {rate} of re-decisions of its "
+                f"unchanged context: too rare to attribute. Cost: {calls} policy calls."
+            )
+        if self.headline is None:
+            what = (
+                "only prerequisites were confirmed (the agent re-fetches, asks or stops "
+                "without them)"
+                if self.verdict == "prerequisites-only"
+                else "no piece of the context was confirmed as a cause"
+            )
+            return (
+                f"Step {self.step} ({self.decision}, {rate} on its unchanged context): {what}. "
+                f"{len(self.tests)} tests. Cost: {calls} policy calls."
+            )
+        cause = self.headline
+        test = cause.test
+        ci = wilson(test.bad, test.n, test.confidence)
+        d = test.effect_ci
+        together = " (only together)" if cause.joint else ""
+        instead = f"; what the agent did instead: {test.alternative}" if test.alternative else ""
+        return (
+            f'Step {self.step} ({self.decision}) was caused by "{cause.text}" '
+            f"[{cause.label}]{together}: the decision rate falls from {rate} to "
+            f"{test.bad}/{test.n} = {test.rate:.0%} [{ci.low:.0%}, {ci.high:.0%}] without it "
+            f"(difference {test.effect:+.2f} [{d.low:+.2f}, {d.high:+.2f}], one-sided Fisher "
+            f"p = {test.p:.2g} at level {test.level:.2g}){instead}. "
+            f"Cost: {calls} policy calls."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        base = wilson(self.base_bad, self.base_n, self.confidence)
+        return {
+            "version": WHY_VERSION,
+            "kind": "why",
+            "trace_id": self.trace_id,
+            "step": self.step,
+            "step_reason": self.step_reason,
+            "decision": self.decision,
+            "same": self.same,
+            "same_spec": self.same_spec,
+            "policy": self.policy,
+            "verdict": self.verdict,
+            "headline": self.headline_text(),
+            "cause": self.headline.to_dict() if self.headline else None,
+            "causes": [c.to_dict() for c in self.causes],
+            "base": {
+                "bad": self.base_bad,
+                "n": self.base_n,
+                "rate": self.base_rate if self.base_n else None,
+                "ci": _interval(base),
+                "intermittent": self.intermittent,
+                "instead": self.base_instead,
+                "alternative": self.base_alternative,
+            },
+            "tests": [t.to_dict() for t in self.tests],
+            "untested": self.untested,
+            "alpha": self.alpha,
+            "min_drop": self.min_drop,
+            "confidence": self.confidence,
+            "correction": self.correction,
+            "fill": self.fill,
+            "samples": self.samples,
+            "stopped": self.stopped,
+            "cost": self.cost,
+            "notes": self.notes,
+        }
+
+
+def why_schema_document() -> dict[str, Any]:
+    """JSON Schema of ``otelcar why --json`` (``schemas/why.schema.json``)."""
+    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    number_or_null = {"type": ["number", "null"]}
+    strings = {"type": "array", "items": {"type": "string"}}
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    test = {
+        "type": "object",
+        "required": ["t", "purpose", "removed", "level", "bad", "n", "p", "verdict"],
+        "properties": {
+            "t": {"type": "integer"},
+            "purpose": {"enum": ["screen", "drill", "joint", "needed", "recheck"]},
+            "reference": {"type": ["array", "null"], "items": {"type": "string"}},
+            "removed": strings,
+            "texts": strings,
+            "fill": {"type": "string"},
+            "level": {"type": "number"},
+            "base": {"type": "object"},
+            "bad": {"type": "integer"},
+            "n": {"type": "integer"},
+            "rate": number_or_null,
+            "rate_ci": interval,
+            "effect": {"type": "number"},
+            "effect_ci": interval,
+            "p": number_or_null,
+            "p_paired": number_or_null,
+            "verdict": {"enum": list(TEST_VERDICTS)},
+            "instead": counts,
+            "alternative": {"type": ["string", "null"]},
+            "plan": {"type": "object"},
+        },
+    }
+    piece = {
+        "type": "object",
+        "required": ["label", "level", "message", "text"],
+        "properties": {
+            "label": {"type": "string"},
+            "level": {"enum": ["message", "item", "paragraph", "line", "sentence"]},
+            "message": {"type": "integer"},
+            "role": {"type": "string"},
+            "source": {"type": ["string", "null"]},
+            "path": {"type": "array", "items": {"type": ["string", "integer"]}},
+            "span": {"type": ["array", "null"], "items": {"type": "integer"}},
+            "text": {"type": "string"},
+        },
+    }
+    cause = {
+        "type": "object",
+        "required": ["kind", "joint", "label", "text", "parts", "effect", "chain"],
+        "properties": {
+            "kind": {"enum": ["cause", "prerequisite"]},
+            "joint": {"type": "boolean"},
+            "label": {"type": "string"},
+            "text": {"type": "string"},
+            "parts": {"type": "array", "items": piece},
+            "effect": {
+                "type": "object",
+                "required": ["base_rate", "rate", "difference", "difference_ci", "p", "counts"],
+                "properties": {
+                    "base_rate": {"type": "number"},
+                    "base_ci": interval,
+                    "rate": {"type": "number"},
+                    "rate_ci": interval,
+                    "difference": {"type": "number"},
+                    "difference_ci": interval,
+                    "p": {"type": "number"},
+                    "p_paired": number_or_null,
+                    "level": {"type": "number"},
+                    "counts": counts,
+                },
+            },
+            "instead": counts,
+            "alternative": {"type": ["string", "null"]},
+            "chain": {"type": "array", "items": {"type": "object"}},
+            "needed": {"type": "array", "items": {"type": "object"}},
+            "recheck": {"type": ["object", "null"]},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "otelcar/why.schema.json",
+        "title": "otelcar why --json",
+        "type": "object",
+        "$defs": {"test": test, "piece": piece, "cause": cause},
+        "required": [
+            "version",
+            "kind",
+            "trace_id",
+            "step",
+            "verdict",
+            "headline",
+            "cause",
+            "causes",
+            "base",
+            "tests",
+            "cost",
+        ],
+        "properties": {
+            "version": {"const": WHY_VERSION},
+            "kind": {"const": "why"},
+            "trace_id": {"type": "string"},
+            "step": {"type": "integer"},
+            "step_reason": {"type": "string"},
+            "decision": {"type": "string"},
+            "same": {"type": "string"},
+            "same_spec": {"type": "string"},
+            "policy": {"type": "string"},
+            "verdict": {"enum": list(WHY_VERDICTS)},
+            "headline": {"type": "string"},
+            "cause": {"oneOf": [{"$ref": "#/$defs/cause"}, {"type": "null"}]},
+            "causes": {"type": "array", "items": {"$ref": "#/$defs/cause"}},
+            "base": {
+                "type": "object",
+                "required": ["bad", "n", "rate", "ci", "intermittent"],
+                "properties": {
+                    "bad": {"type": "integer"},
+                    "n": {"type": "integer"},
+                    "rate": number_or_null,
+                    "ci": interval,
+                    "intermittent": {"type": "boolean"},
+                    "instead": counts,
+                    "alternative": {"type": ["string", "null"]},
+                },
+            },
+            "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
+            "untested": strings,
+            "alpha": {"type": "number"},
+            "min_drop": {"type": "number"},
+            "confidence": {"type": "number"},
+            "correction": {"type": "string"},
+            "fill": {"type": "string"},
+            "samples": {"type": "integer"},
+            "stopped": {"enum": ["done", "budget", "max-tests"]},
+            "cost": {"type": "object"},
+            "notes": strings,
+        },
+    }

@@ -1,0 +1,475 @@
+"""``otelcar why``, ``otelcar fix`` and ``otelcar test``: parse options, call
+:mod:`otelcar.attribution.context`, :mod:`otelcar.attribution.repair` and
+:mod:`otelcar.attribution.regression`, print. Registered in :mod:`otelcar.cli`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import Progress, SpinnerColumn, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
+    from otelcar.attribution.fix_result import FixResult
+    from otelcar.attribution.why_result import WhyResult
+
+CONFIG_HELP = "otelcar.toml with the policies (and the outcome, for --step culprit/--forward)."
+SAME_HELP = (
+    "What counts as the same decision: tool, tool+args, regex:PATTERN (over "
+    "'name {json args}' of each call), judge or judge:POLICY_KEY."
+)
+
+
+def _common(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The options ``why``, ``fix`` and ``test`` share."""
+    options = [
+        click.argument("trace_id"),
+        click.option(
+            "--step",
+            default="culprit",
+            show_default=True,
+            help="Decision step number, 'culprit' (run attribution first) or 'last'.",
+        ),
+        click.option(
+            "-c",
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help=CONFIG_HELP,
+        ),
+        click.option(
+            "--samples",
+            "-R",
+            type=int,
+            default=10,
+            show_default=True,
+            help="Re-decisions per arm (base arm and confirmations).",
+        ),
+        click.option("--same", default="tool", show_default=True, help=SAME_HELP),
+        click.option(
+            "--fail-if",
+            "fail_if",
+            multiple=True,
+            help="Outcome rule (tool_called:NAME, tool_not_called:NAME, final_answer:REGEX); "
+            "overrides [outcome].",
+        ),
+        click.option("--seed", type=int, help="Base seed (default: [replay] seed)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _json_option(schema: str) -> Callable[..., Any]:
+    return click.option(
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=f"Write the result as JSON here (schemas/{schema}); - for stdout.",
+    )
+
+
+def _setup(
+    ctx: click.Context, trace_id: str, config_path: Path | None, fail_if: tuple[str, ...]
+) -> tuple[Any, Any]:
+    from otelcar.cli import _fail_if, _run_and_config
+    from otelcar.outcome import outcome_from_config
+
+    run, config, _ = _run_and_config(ctx, trace_id, config_path)
+    if fail_if:
+        config.outcome = outcome_from_config(
+            {"any": [_fail_if(f) for f in fail_if]}, config.registry
+        )
+    return run, config
+
+
+def _step(value: str) -> int | str:
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def _progress(what: str) -> Progress:
+    from otelcar.cli import _console
+
+    err = _console(stderr=True)
+    return Progress(
+        SpinnerColumn(),
+        TextColumn(what),
+        TextColumn("{task.completed} re-decisions"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+
+
+def _write_json(value: dict[str, Any], path: Path | None) -> bool:
+    """Write ``value``; True when it went to stdout (nothing else should be printed)."""
+    if path is None:
+        return False
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    if str(path) == "-":
+        click.echo(text)
+        return True
+    path.write_text(text + "\n", encoding="utf-8")
+    return False
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def render_why(console: Console, result: WhyResult) -> None:
+    """The headline, the chain of the headline cause, every confirmed piece, the cost."""
+    style = "green" if result.verdict == "cause" else "yellow"
+    console.print(Panel(Text(result.headline_text()), title="otelcar why", border_style=style))
+    console.print(
+        f"step {result.step} ({result.step_reason}); same decision: {result.same}; "
+        f"policy {result.policy}",
+        highlight=False,
+    )
+    if result.headline is not None:
+        chain = Table(title="narrowing (each link confirmed)", show_lines=False)
+        for column in ("t", "removed", "rate", "effect", "p", "level"):
+            chain.add_column(column)
+        for link in result.headline.chain:
+            chain.add_row(
+                str(link.t),
+                " + ".join(p.label for p in link.removed),
+                f"{link.bad}/{link.n}",
+                f"{link.effect:+.2f}",
+                f"{link.p:.2g}" if link.p is not None else "-",
+                f"{link.level:.2g}",
+            )
+        console.print(chain)
+        if result.headline.recheck is not None:
+            recheck = result.headline.recheck
+            holds = "holds" if recheck.confirmed else "does NOT hold"
+            console.print(
+                f"recheck with fill '{recheck.fill}': {holds} ({recheck.bad}/{recheck.n})",
+                highlight=False,
+            )
+    if result.causes:
+        table = Table(title="confirmed pieces")
+        for column in ("kind", "piece", "text", "without it", "p", "instead"):
+            table.add_column(column, overflow="fold")
+        for cause in result.causes:
+            test = cause.test
+            text = cause.text if len(cause.text) <= 160 else cause.text[:157] + "…"
+            table.add_row(
+                cause.kind + (" (joint)" if cause.joint else ""),
+                cause.label,
+                text,
+                f"{test.bad}/{test.n} vs {test.base_bad}/{test.base_n}",
+                f"{test.p:.2g}" if test.p is not None else "-",
+                test.alternative or "-",
+            )
+        console.print(table)
+    if result.untested:
+        console.print(f"untested pieces: {', '.join(result.untested)}", highlight=False)
+    for note in result.notes:
+        console.print(f"note: {note}", style="yellow", highlight=False)
+    cost = result.cost
+    console.print(
+        f"{cost.get('tests', 0)} tests, {cost.get('samples', 0)} re-decisions, "
+        f"{cost.get('llm_calls', 0)} policy calls ({cost.get('cache_hits', 0)} cached), "
+        f"{cost.get('input_tokens', 0) + cost.get('output_tokens', 0)} tokens; "
+        f"{result.correction}, alpha {result.alpha}",
+        highlight=False,
+    )
+
+
+def render_fix(console: Console, result: FixResult) -> None:
+    style = "green" if result.best else "red"
+    console.print(Panel(Text(result.headline()), title="otelcar fix", border_style=style))
+    if result.cause:
+        console.print(f'cause (otelcar why): "{result.cause}" [{result.cause_label}]')
+    table = Table(title=f"candidates (base: {result.base_bad}/{result.base_n} bad)")
+    for column in ("fix", "verdict", "bad", "95% CI", "p (Holm)", "forward", "instead"):
+        table.add_column(column, overflow="fold")
+    for c in result.candidates:
+        d, f = c.decision, c.forward
+        table.add_row(
+            f"{c.name}: {c.description}",
+            c.verdict,
+            f"{d.bad}/{d.n}" if d else "-",
+            f"[{d.ci.low:.0%}, {d.ci.high:.0%}]" if d else "-",
+            f"{d.p_adjusted:.2g}" if d else "-",
+            f"{f.verdict} {f.failed}/{f.n} vs {f.base_failed}/{f.base_n} (p {f.p_adjusted:.2g})"
+            if f
+            else "-",
+            (d.alternative if d else None) or "-",
+        )
+    console.print(table)
+    for note in result.notes:
+        console.print(f"note: {note}", style="yellow", highlight=False)
+    console.print(
+        f"PASS: bad-decision rate significantly lower (Fisher, Holm, alpha {result.alpha}) "
+        f"and its upper bound ≤ {result.max_rate:.0%}; PART: significantly lower only. "
+        f"Cost: {result.cost.get('llm_calls', 0)} policy calls.",
+        highlight=False,
+    )
+
+
+# -- commands ----------------------------------------------------------------------------------
+@click.command("why")
+@_common
+@click.option(
+    "--fill",
+    default="cut",
+    show_default=True,
+    help="Removed text: cut, marker, neutral, empty or text:YOUR TEXT.",
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Family-wise error.")
+@click.option("--budget", type=int, help="Most policy calls to spend.")
+@click.option("--max-tests", type=int, help="Declared number of tests (default: 3 × pieces + 20).")
+@click.option("--full", is_flag=True, help="Narrow every confirmed piece, not just the first.")
+@_json_option("why.schema.json")
+@click.pass_context
+def why_command(
+    ctx: click.Context,
+    trace_id: str,
+    step: str,
+    config_path: Path | None,
+    samples: int,
+    same: str,
+    fail_if: tuple[str, ...],
+    seed: int | None,
+    fill: str,
+    alpha: float,
+    budget: int | None,
+    max_tests: int | None,
+    full: bool,
+    json_path: Path | None,
+) -> None:
+    """Which text in the context of a decision made the agent take it.
+
+    Re-decides the step on its unchanged context (base rate), removes pieces of the context
+    (messages, JSON items, paragraphs, sentences), confirms causes with one-sided Fisher exact
+    tests under an online multiplicity correction, narrows each to the smallest part that
+    holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
+    """
+    from otelcar.attribution.context import why
+    from otelcar.cli import _console
+    from otelcar.replay import Budget
+
+    run, config = _setup(ctx, trace_id, config_path, fail_if)
+    settings = config.replay
+    with _progress("why") as progress:
+        task = progress.add_task("why", total=None)
+        result = why(
+            run,
+            step=_step(step),
+            registry=config.registry,
+            same=same,
+            outcome=config.outcome,
+            samples=samples,
+            seed=seed if seed is not None else settings.seed,
+            alpha=alpha,
+            fill=fill,
+            max_tests=max_tests,
+            full=full,
+            budget=Budget(
+                budget if budget is not None else settings.max_calls, settings.max_tokens
+            ),
+            on_sample=lambda _: progress.advance(task),
+        )
+    if _write_json(result.to_dict(), json_path):
+        return
+    render_why(_console(), result)
+
+
+@click.command("fix")
+@_common
+@click.option("--forward", is_flag=True, help="Also validate by full rollouts (needs an outcome).")
+@click.option(
+    "--rollouts", type=int, default=20, show_default=True, help="Forward rollouts per plan."
+)
+@click.option(
+    "--max-rate",
+    type=float,
+    default=0.3,
+    show_default=True,
+    help="PASS needs the upper 95% bound of the bad-decision rate at or below this.",
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--budget", type=int, help="Most policy calls to spend (why and fix together).")
+@click.option(
+    "--write-test",
+    "test_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a pytest regression test with the best fix (or --use) applied.",
+)
+@click.option("--use", "use_fix", help="The candidate to write the test with (default: best).")
+@click.option(
+    "--test-max-rate",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="The bound the written test asserts.",
+)
+@_json_option("fix.schema.json")
+@click.pass_context
+def fix_command(
+    ctx: click.Context,
+    trace_id: str,
+    step: str,
+    config_path: Path | None,
+    samples: int,
+    same: str,
+    fail_if: tuple[str, ...],
+    seed: int | None,
+    forward: bool,
+    rollouts: int,
+    max_rate: float,
+    alpha: float,
+    budget: int | None,
+    test_path: Path | None,
+    use_fix: str | None,
+    test_max_rate: float,
+    json_path: Path | None,
+) -> None:
+    """Candidate fixes for a decision, validated on its exact failed context.
+
+    Runs `why` first, then tries an untrusted-content rule, an action guard, both, removing
+    the cause's text, and forcing the good alternative; each is re-decided and compared with
+    the unfixed rate (PASS / PART / FAIL), and with --forward rolled out through the rest of
+    the run against the outcome. --write-test writes a pytest file that keeps it fixed.
+    """
+    from otelcar.attribution.regression import write_regression_test
+    from otelcar.attribution.repair import FixError, fix
+    from otelcar.cli import _console
+    from otelcar.replay import Budget
+
+    run, config = _setup(ctx, trace_id, config_path, fail_if)
+    settings = config.replay
+    base_seed = seed if seed is not None else settings.seed
+    with _progress("why + fix") as progress:
+        task = progress.add_task("fix", total=None)
+        result = fix(
+            run,
+            registry=config.registry,
+            step=_step(step),
+            same=same,
+            outcome=config.outcome,
+            samples=samples,
+            seed=base_seed,
+            alpha=alpha,
+            max_rate=max_rate,
+            forward=forward,
+            rollouts=rollouts,
+            concurrency=settings.concurrency,
+            budget=Budget(
+                budget if budget is not None else settings.max_calls, settings.max_tokens
+            ),
+            on_sample=lambda _: progress.advance(task),
+        )
+    quiet = _write_json(result.to_dict(), json_path)
+    if not quiet:
+        render_fix(_console(), result)
+    if test_path is not None:
+        name = use_fix or result.best
+        if name is None:
+            raise FixError(
+                "no fix passed, so there is none to write a test with; pass --use NAME, or "
+                "write the failing test with `otelcar test`"
+            )
+        chosen = result.candidate(name)
+        written = write_regression_test(
+            test_path,
+            run=run,
+            step=result.step,
+            same=result.same_spec,
+            config=config.path,
+            fix=chosen,
+            samples=max(samples, 10),
+            max_rate=test_max_rate,
+            seed=base_seed,
+            summary=_summary(result, chosen),
+        )
+        if not quiet:
+            _console().print(f"regression test written to {written}", highlight=False)
+
+
+def _summary(result: Any, chosen: Any) -> str:
+    lines = [
+        f"Regression test for trace {result.trace_id}, step {result.step}.",
+        "",
+        f"Recorded failure: at step {result.step} the agent did {result.decision}.",
+    ]
+    if result.cause:
+        lines.append(f'Cause found by otelcar why: "{result.cause}" ({result.cause_label}).')
+    lines.append(f"Fix: {chosen.description}.")
+    if chosen.decision is not None:
+        d = chosen.decision
+        lines.append(
+            f"Checked by otelcar fix: {d.bad}/{d.n} bad re-decisions with the fix vs "
+            f"{result.base_bad}/{result.base_n} without (Holm-adjusted Fisher p = "
+            f"{d.p_adjusted:.2g}; {d.verdict})."
+        )
+    return "\n".join(lines)
+
+
+@click.command("test")
+@_common
+@click.option(
+    "--write-test",
+    "test_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the pytest file (the trace is copied to traces/ beside it).",
+)
+@click.option(
+    "--max-rate",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="The bound the test asserts on the bad-decision rate.",
+)
+@click.pass_context
+def test_command(
+    ctx: click.Context,
+    trace_id: str,
+    step: str,
+    config_path: Path | None,
+    samples: int,
+    same: str,
+    fail_if: tuple[str, ...],
+    seed: int | None,
+    test_path: Path,
+    max_rate: float,
+) -> None:
+    """Write a pytest regression test for a decision with no fix applied: it re-decides the
+    failed context against the live policy and fails while the bug is there."""
+    import asyncio
+
+    from otelcar.attribution.context import resolve_step
+    from otelcar.attribution.decisions import same_decision
+    from otelcar.attribution.regression import write_regression_test
+    from otelcar.cli import _console
+
+    run, config = _setup(ctx, trace_id, config_path, fail_if)
+    base_seed = seed if seed is not None else config.replay.seed
+    decision, reason = asyncio.run(
+        resolve_step(
+            run, _step(step), registry=config.registry, outcome=config.outcome, seed=base_seed
+        )
+    )
+    if decision.action is not None:  # validate the rule now, not when the test runs
+        same_decision(same, decision.action, config.registry, outcome=config.outcome)
+    written = write_regression_test(
+        test_path,
+        run=run,
+        step=decision.step,
+        same=same,
+        config=config.path,
+        fix=None,
+        samples=samples,
+        max_rate=max_rate,
+        seed=base_seed,
+        summary=f"Regression test for trace {run.trace_id}, step {decision.step} ({reason}): "
+        "no fix applied, so it fails while the bug is there.",
+    )
+    _console().print(f"regression test written to {written}", highlight=False)

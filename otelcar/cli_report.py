@@ -1,0 +1,266 @@
+"""``otelcar report`` (a JSON result back into HTML or terminal output) and ``otelcar
+aggregate`` (the systematic weak step across many failing traces). Registered in
+:mod:`otelcar.cli`; parses arguments, calls the library, prints."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, *, now: dt.datetime | None = None) -> int:
+    """``--since``: an ISO 8601 date or time (UTC unless it says otherwise) or an age such as
+    ``30m``, ``12h``, ``7d``, ``2w``; returns nanoseconds since the epoch."""
+    now = now or dt.datetime.now(dt.UTC)
+    age = _AGE.match(text)
+    if age:
+        moment = now - dt.timedelta(seconds=float(age.group(1)) * _UNITS[age.group(2)])
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise click.BadParameter(
+                f"{text!r}: use an ISO 8601 date/time (2026-11-01, 2026-11-01T12:00Z) or an "
+                "age (30m, 12h, 7d, 2w)",
+                param_hint="--since",
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1e9)
+
+
+def _emit(path: Path, document: Any) -> None:
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    if str(path) == "-":
+        click.echo(text)
+    else:
+        path.write_text(text + "\n", encoding="utf-8")
+
+
+@click.command("report")
+@click.argument(
+    "result_paths",
+    nargs=-1,
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the self-contained HTML report here.",
+)
+@click.option(
+    "--terminal", is_flag=True, help="Print the terminal report (the default without --html)."
+)
+@click.pass_context
+def report_command(
+    ctx: click.Context, result_paths: tuple[Path, ...], html_path: Path | None, terminal: bool
+) -> None:
+    """Turn JSON results back into an HTML or terminal report.
+
+    RESULT_PATHS: an attribution (`attribute --json`), optionally with the `why` and `fix`
+    results of the same trace, or an aggregate (`aggregate --json`). A result written without
+    its timeline gets it from the store when the trace is there.
+    """
+    from otelcar.cli import _console, _store
+    from otelcar.errors import OtelcarError
+    from otelcar.report import read_result, write_aggregate_html, write_html
+    from otelcar.report.terminal import result_report
+
+    results: dict[str, dict[str, Any]] = {}
+    for path in result_paths:
+        doc = read_result(path)
+        if doc["kind"] in results:
+            raise click.UsageError(f"two {doc['kind']} results given; give one of each kind")
+        results[doc["kind"]] = doc
+    if "aggregate" in results and len(results) > 1:
+        raise click.UsageError("an aggregate result is reported on its own")
+    if html_path is not None:
+        if "aggregate" in results:
+            write_aggregate_html(html_path, results["aggregate"])
+        else:
+            steps = None
+            main = results.get("attribution") or results.get("why") or results.get("fix") or {}
+            if not any(d.get("timeline") for d in results.values()) and main.get("trace_id"):
+                try:
+                    steps = _store(ctx, create=False).steps(main["trace_id"])
+                except OtelcarError:
+                    steps = None  # no store here: the report says the timeline is missing
+            write_html(
+                html_path,
+                attribution=results.get("attribution"),
+                why=results.get("why"),
+                fix=results.get("fix"),
+                steps=steps,
+            )
+        _console(stderr=True).print(f"report written to {html_path}", highlight=False)
+    if terminal or html_path is None:
+        console = _console()
+        for doc in results.values():
+            result_report(console, doc)
+
+
+@click.command("aggregate")
+@click.argument("trace_ids", nargs=-1)
+@click.option("--service", help="Only traces of this service.")
+@click.option(
+    "--since",
+    help="Only traces that started then or later: ISO 8601 (2026-11-01, 2026-11-01T12:00Z) "
+    "or an age (30m, 12h, 7d, 2w).",
+)
+@click.option("--limit", type=int, help="Only the newest N of the selected traces.")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="otelcar.toml with the policies and the outcome.",
+)
+@click.option(
+    "--fail-if",
+    "fail_if",
+    multiple=True,
+    help="Outcome rule (any of them fails): tool_called:NAME, tool_not_called:NAME, "
+    "final_answer:REGEX. Overrides [outcome].",
+)
+@click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
+@click.option(
+    "--max-rollouts",
+    type=int,
+    default=64,
+    show_default=True,
+    help="Adaptive mode: most rollouts per plan.",
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--budget", type=int, help="Most policy calls to spend on each trace.")
+@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the result as JSON here (schemas/aggregate.schema.json); - for stdout.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the self-contained HTML report here.",
+)
+@click.pass_context
+def aggregate_command(
+    ctx: click.Context,
+    trace_ids: tuple[str, ...],
+    service: str | None,
+    since: str | None,
+    limit: int | None,
+    config_path: Path | None,
+    fail_if: tuple[str, ...],
+    rollouts: int | None,
+    max_rollouts: int,
+    confidence: float,
+    budget: int | None,
+    seed: int | None,
+    json_path: Path | None,
+    html_path: Path | None,
+) -> None:
+    """Attribute many failing traces of one agent and rank its steps by stable identity
+    (agent · step name → tools): how often each is the culprit, its mean effect with an
+    interval, and whether it is a design flaw or bad luck (docs/reports.md).
+
+    Without TRACE_IDS every trace in the store is considered (narrow with --service, --since,
+    --limit); traces whose recording does not fail are counted as passed.
+    """
+    import polars as pl
+
+    from otelcar.attribution.aggregate import aggregate, attribute_traces
+    from otelcar.cli import _console, _fail_if, _store
+    from otelcar.outcome import outcome_from_config
+    from otelcar.project_config import load_config
+    from otelcar.report import write_aggregate_html
+    from otelcar.report.terminal import aggregate_report
+
+    store = _store(ctx)
+    config = load_config(config_path)
+    if fail_if:
+        config.outcome = outcome_from_config(
+            {"any": [_fail_if(f) for f in fail_if]}, config.registry
+        )
+    if config.outcome is None:
+        raise click.UsageError("no outcome: add [outcome] to otelcar.toml or pass --fail-if")
+    traces = store.traces()
+    if trace_ids:
+        wanted = [store.resolve(t) for t in trace_ids]
+        traces = traces.filter(pl.col("trace_id").is_in(wanted))
+    if service:
+        traces = traces.filter(pl.col("service") == service)
+    if since:
+        traces = traces.filter(pl.col("start_ns") >= parse_since(since))
+    ids = traces.sort("start_ns", nulls_last=False)["trace_id"].to_list()
+    if limit is not None:
+        ids = ids[-limit:]
+    if not ids:
+        raise click.UsageError("no trace matches the selection")
+    settings = config.replay
+    err = _console(stderr=True)
+    log = Console(stderr=True, highlight=False) if not err.is_terminal else err
+    with Progress(
+        TextColumn("attributing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("traces"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("aggregate", total=len(ids))
+
+        def on_trace(verdict: Any) -> None:
+            progress.advance(task)
+            if verdict.status == "attributed":
+                what = (
+                    f"culprit step {verdict.culprit_step} ({verdict.culprit_identity}), "
+                    f"Δ {verdict.delta:+.2f}"
+                    if verdict.culprit_step is not None
+                    else verdict.verdict
+                )
+            else:
+                what = f"{verdict.status}: {verdict.reason}"
+            log.print(f"{verdict.trace_id[:12]}  {what}", markup=False, highlight=False)
+
+        verdicts = attribute_traces(
+            ((tid, store.steps(tid)) for tid in ids),
+            registry=config.registry,
+            outcome=config.outcome,
+            on_trace=on_trace,
+            max_calls=budget if budget is not None else settings.max_calls,
+            max_tokens=settings.max_tokens,
+            confidence=confidence,
+            rollouts=rollouts,
+            max_rollouts=max_rollouts,
+            seed=seed if seed is not None else settings.seed,
+            concurrency=settings.concurrency,
+        )
+    result = aggregate(verdicts, confidence=confidence, service=service, since=since)
+    document = result.to_dict()
+    if html_path is not None:
+        write_aggregate_html(html_path, document)
+    if json_path is not None:
+        _emit(json_path, document)
+        if str(json_path) == "-":
+            return
+    console = _console()
+    aggregate_report(console, document)
+    for path, what in ((json_path, "result"), (html_path, "report")):
+        if path is not None:
+            console.print(f"{what} written to {path}", highlight=False)

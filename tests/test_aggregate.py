@@ -1,0 +1,378 @@
+"""``aggregate``: the systematic weak step across a batch of generated failing traces.
+
+The agent under test makes six tool decisions and a final answer. Re-decided, its
+``issue_refund`` decision goes wrong 35% of the time (the planted weak step), every other
+decision 3% of the time. The batch holds recorded runs that went wrong at ``issue_refund``
+(most of them), runs that went wrong once at another step (one-off culprits), and passing
+runs. ``aggregate`` must rank ``issue_refund`` first, as a design flaw, and call the one-off
+culprits bad luck.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from otelcar import read_otlp
+from otelcar.attribution.aggregate import (
+    TraceVerdict,
+    aggregate,
+    attribute_traces,
+    poisson_binomial_sf,
+    t_interval,
+)
+from otelcar.cli import cli
+from otelcar.outcome import FunctionOutcome
+from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
+from otelcar.policies.registry import PolicyRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVICE = "support-bot"
+AGENT = "support"
+MODEL = "scripted-model"
+WEAK = "support · scripted-model → issue_refund"
+
+# The agent under test, as a module the CLI test loads from otelcar.toml.
+AGENT_SOURCE = """
+import json
+import random
+
+from otelcar.messages import Message, ToolCall
+
+TOOLS = ["search_orders", "lookup_order", "check_policy", "issue_refund", "notify_customer",
+         "close_ticket"]
+P_BAD = {"issue_refund": 0.35}
+
+
+def decide(request):
+    i = sum(1 for m in request.messages if m.role == "assistant")
+    if i >= len(TOOLS):
+        return Message("assistant", "All done.")
+    bad = random.Random(request.seed).random() < P_BAD.get(TOOLS[i], 0.03)
+    arguments = {"step": i, "choice": "BAD" if bad else "ok"}
+    return Message("assistant", None, (ToolCall(TOOLS[i], arguments, f"call_{i}"),))
+
+
+def run_tool(request):
+    return f"{request.name}: done ({request.arguments['choice']})"
+
+
+def fails(steps):
+    rows = steps.filter(steps["kind"] == "tool")
+    return any(a and json.loads(a).get("choice") == "BAD" for a in rows["tool_args"].to_list())
+"""
+AGENT_MODULE: dict[str, Any] = {}
+exec(compile(AGENT_SOURCE, "agent_under_test", "exec"), AGENT_MODULE)
+TOOLS: list[str] = AGENT_MODULE["TOOLS"]
+
+
+# -- generated traces -------------------------------------------------------------------------
+def _value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": value}
+
+
+def _attributes(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _value(v)} for k, v in attributes.items()]
+
+
+def _parts(message: dict[str, Any]) -> dict[str, Any]:
+    if message["role"] == "tool":
+        parts = [
+            {
+                "type": "tool_call_response",
+                "id": message["tool_call_id"],
+                "response": message["content"],
+            }
+        ]
+    else:
+        parts = [{"type": "text", "content": message["content"]}] if message.get("content") else []
+        parts += [
+            {"type": "tool_call", "id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+            for c in message.get("tool_calls", [])
+        ]
+    return {"role": message["role"], "parts": parts}
+
+
+def agent_trace_otlp(
+    trace_id: str,
+    choices: list[str],
+    *,
+    tools: list[str] | None = None,
+    service: str = SERVICE,
+    agent: str = AGENT,
+    model: str = MODEL,
+    start_ns: int = 1_780_000_000_000_000_000,
+    system: str = "You are a support agent.",
+    user: str = "Refund order A-1.",
+    result: Any = None,
+    final: str = "All done.",
+) -> dict[str, Any]:
+    """One recorded run of a scripted tool-calling agent as an OTLP/JSON ``resourceSpans``
+    entry: decision i calls ``tools[i]`` with ``{"step": i, "choice": choices[i]}``."""
+    tools = tools or TOOLS
+    result = result or (lambda tool, choice: f"{tool}: done ({choice})")
+    root = "a0" * 8
+    spans = [
+        {
+            "traceId": trace_id,
+            "spanId": root,
+            "name": f"invoke_agent {agent}",
+            "kind": 1,
+            "startTimeUnixNano": str(start_ns),
+            "endTimeUnixNano": str(start_ns + 9_000_000_000),
+            "attributes": _attributes(
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
+            ),
+        }
+    ]
+    context: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": user},
+    ]
+    t = start_ns + 10_000_000
+    for i, (tool, choice) in enumerate([*zip(tools, choices, strict=True), (None, None)]):
+        if tool is None:
+            action = {"role": "assistant", "content": final}
+        else:
+            call = {"id": f"call_{i}", "name": tool, "arguments": {"step": i, "choice": choice}}
+            action = {"role": "assistant", "content": None, "tool_calls": [call]}
+        spans.append(
+            {
+                "traceId": trace_id,
+                "spanId": f"{0xB000 + i:016x}",
+                "parentSpanId": root,
+                "name": f"chat {model}",
+                "kind": 3,
+                "startTimeUnixNano": str(t),
+                "endTimeUnixNano": str(t + 400_000_000),
+                "attributes": _attributes(
+                    {
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.agent.name": agent,
+                        "gen_ai.request.model": model,
+                        "gen_ai.request.temperature": 1.0,
+                        "gen_ai.usage.input_tokens": 100 + 40 * i,
+                        "gen_ai.usage.output_tokens": 12,
+                        "gen_ai.input.messages": json.dumps([_parts(m) for m in context]),
+                        "gen_ai.output.messages": json.dumps([_parts(action)]),
+                    }
+                ),
+            }
+        )
+        if tool is None:
+            break
+        observed = result(tool, choice)
+        spans.append(
+            {
+                "traceId": trace_id,
+                "spanId": f"{0xC000 + i:016x}",
+                "parentSpanId": root,
+                "name": f"execute_tool {tool}",
+                "kind": 1,
+                "startTimeUnixNano": str(t + 450_000_000),
+                "endTimeUnixNano": str(t + 650_000_000),
+                "attributes": _attributes(
+                    {
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.agent.name": agent,
+                        "gen_ai.tool.name": tool,
+                        "gen_ai.tool.call.id": f"call_{i}",
+                        "gen_ai.tool.call.arguments": json.dumps({"step": i, "choice": choice}),
+                        "gen_ai.tool.call.result": observed,
+                    }
+                ),
+            }
+        )
+        context += [action, {"role": "tool", "content": observed, "tool_call_id": f"call_{i}"}]
+        t += 1_000_000_000
+    return {
+        "resource": {"attributes": _attributes({"service.name": service})},
+        "scopeSpans": [{"scope": {"name": "tests"}, "spans": spans}],
+    }
+
+
+def batch(*, weak: int, one_off: list[int], passing: int) -> list[tuple[str, list[str]]]:
+    """``(trace_id, recorded choices)``: ``weak`` runs that went wrong at issue_refund, one
+    run per index of ``one_off`` that went wrong there instead, and ``passing`` clean runs."""
+    runs: list[list[str]] = []
+    for _ in range(weak):
+        runs.append(["ok", "ok", "ok", "BAD", "ok", "ok"])
+    for index in one_off:
+        choices = ["ok"] * len(TOOLS)
+        choices[index] = "BAD"
+        runs.append(choices)
+    runs += [["ok"] * len(TOOLS) for _ in range(passing)]
+    return [(f"{n + 1:032x}", choices) for n, choices in enumerate(runs)]
+
+
+def write_dump(path: Path, entries: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps({"resourceSpans": entries}), encoding="utf-8")
+    return path
+
+
+# -- the statistics ---------------------------------------------------------------------------
+def test_poisson_binomial_and_t_interval_against_known_values():
+    from scipy import stats
+
+    # Equal probabilities: the Poisson-binomial is the binomial.
+    for k in (0, 1, 3, 7):
+        expected = stats.binom.sf(k - 1, 10, 0.2)
+        assert poisson_binomial_sf(k, [0.2] * 10) == pytest.approx(expected)
+    assert poisson_binomial_sf(3, [1.0, 1.0, 0.0]) == 0.0
+    assert poisson_binomial_sf(2, [1.0, 1.0, 0.0]) == 1.0
+    low, high = t_interval([0.5, 0.7, 0.6, 0.8], 0.95)
+    assert (round(low, 4), round(high, 4)) == (0.4446, 0.8554)  # 0.65 ± 3.182·0.1291/2
+    assert t_interval([0.4], 0.95) is None
+
+
+def _verdict(trace: str, culprit: str | None, effects: dict[str, float]) -> TraceVerdict:
+    return TraceVerdict(
+        trace_id=trace,
+        status="attributed",
+        verdict="culprit" if culprit else "locked-in",
+        culprit_step=1 if culprit else None,
+        culprit_identity=culprit,
+        delta=effects.get(culprit or ""),
+        effects=effects,
+        decisions=dict.fromkeys(effects, 1),
+    )
+
+
+def test_classification_design_flaw_suspect_bad_luck_and_placebo():
+    ids = [f"a · m → tool{i}" for i in range(5)]
+    flat = {i: 0.0 for i in ids}
+    verdicts = [_verdict(f"t{n}", ids[0], {**flat, ids[0]: 0.6 + n / 100}) for n in range(8)]
+    verdicts += [_verdict("u1", ids[1], {**flat, ids[1]: 0.9}), _verdict("u2", ids[2], flat)]
+    verdicts += [_verdict("u3", ids[2], {**flat, ids[2]: 0.8}), _verdict("v", None, flat)]
+    verdicts.append(TraceVerdict("w", "passed", reason="the recorded run did not fail"))
+    result = aggregate(verdicts)
+    by_id = {s.identity: s for s in result.steps}
+    assert result.steps[0].identity == ids[0]
+    assert by_id[ids[0]].classification == "design flaw"
+    assert by_id[ids[0]].culprit == 8 and by_id[ids[0]].share == pytest.approx(8 / 12)
+    assert by_id[ids[0]].expected == pytest.approx(11 / 5)  # 11 traces name a culprit
+    assert by_id[ids[1]].classification == "bad luck"
+    assert by_id[ids[2]].classification == "suspect"  # twice, but not above chance
+    assert by_id[ids[3]].classification == "not blamed"
+    assert "Design flaw" in result.headline()
+    # Placebo: culprits spread evenly over the steps is bad luck everywhere, no design flaw.
+    even = [_verdict(f"e{n}", ids[n % 5], {**flat, ids[n % 5]: 0.7}) for n in range(10)]
+    placebo = aggregate(even)
+    assert not any(s.classification == "design flaw" for s in placebo.steps)
+    assert placebo.headline().startswith("No systematic weak step")
+
+
+# -- the planted weak step --------------------------------------------------------------------
+def _registry() -> PolicyRegistry:
+    registry = PolicyRegistry()
+    registry.register("llm", CallableLLMPolicy(AGENT_MODULE["decide"], name="agent"))
+    registry.register("tool:*", CallableToolPolicy(AGENT_MODULE["run_tool"], name="tools"))
+    return registry
+
+
+def test_aggregate_finds_the_planted_weak_step(tmp_path: Path):
+    runs = batch(weak=9, one_off=[0, 1, 2, 4, 5], passing=2)
+    dump = write_dump(
+        tmp_path / "batch.json",
+        [
+            agent_trace_otlp(tid, choices, start_ns=1_780_000_000_000_000_000 + n * 10**10)
+            for n, (tid, choices) in enumerate(runs)
+        ],
+    )
+    steps = read_otlp(dump)
+    traces = [(tid, steps.filter(steps["trace_id"] == tid)) for tid, _ in runs]
+    seen: list[str] = []
+    verdicts = attribute_traces(
+        traces,
+        registry=_registry(),
+        outcome=FunctionOutcome(AGENT_MODULE["fails"], "a tool was called with choice BAD"),
+        on_trace=lambda v: seen.append(v.status),
+        seed=3,
+    )
+    assert seen.count("attributed") == 14 and seen.count("passed") == 2
+    result = aggregate(verdicts)
+    top = result.steps[0]
+    assert top.identity == WEAK and top.classification == "design flaw"
+    assert top.culprit == 9 and top.p_adjusted < 0.001
+    assert top.mean_delta is not None and top.mean_delta > 0.2
+    assert top.expected == pytest.approx(14 / 7)  # one decision in seven, in every trace
+    one_offs = {f"support · scripted-model → {TOOLS[i]}" for i in (0, 1, 2, 4, 5)}
+    blamed_once = {s.identity for s in result.steps if s.classification == "bad luck"}
+    assert blamed_once <= one_offs and len(blamed_once) >= 4
+    document = result.to_dict()
+    schema = json.loads((ROOT / "schemas" / "aggregate.schema.json").read_text())
+    jsonschema.validate(document, schema)
+    assert document["counts"] == {"attributed": 14, "passed": 2, "skipped": 0}
+
+
+def test_cli_aggregate_selects_by_service_and_time_and_writes_reports(tmp_path: Path):
+    (tmp_path / "agent_under_test.py").write_text(AGENT_SOURCE)
+    config = tmp_path / "otelcar.toml"
+    config.write_text(
+        '[policies.llm]\ntype = "python"\nfunction = "agent_under_test:decide"\n'
+        '[policies."tool:*"]\ntype = "python"\nfunction = "agent_under_test:run_tool"\n'
+        "keywords = false\n"
+        '[outcome]\ntype = "function"\nfunction = "agent_under_test:fails"\n'
+        "[replay]\nseed = 5\n"
+    )
+    runs = batch(weak=6, one_off=[1, 4], passing=1)
+    entries = [
+        agent_trace_otlp(tid, choices, start_ns=1_780_000_000_000_000_000 + n * 10**10)
+        for n, (tid, choices) in enumerate(runs)
+    ]
+    weak = ["ok", "ok", "ok", "BAD", "ok", "ok"]
+    entries.append(agent_trace_otlp("e" * 32, weak, service="another-bot"))
+    entries.append(agent_trace_otlp("f" * 32, weak, start_ns=1_500_000_000_000_000_000))
+    dump = write_dump(tmp_path / "batch.json", entries)
+    store = ["--store", str(tmp_path / "store")]
+    runner = CliRunner()
+    imported = runner.invoke(cli, [*store, "import", str(dump)], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+    out = runner.invoke(
+        cli,
+        [
+            *store,
+            "aggregate",
+            "--service",
+            SERVICE,
+            "--since",
+            "2026-01-01",
+            "-c",
+            str(config),
+            "--json",
+            str(tmp_path / "aggregate.json"),
+            "--html",
+            str(tmp_path / "aggregate.html"),
+        ],
+        catch_exceptions=False,
+    )
+    assert out.exit_code == 0, out.output
+    assert "Design flaw" in out.output and WEAK in out.output
+    document = json.loads((tmp_path / "aggregate.json").read_text())
+    jsonschema.validate(
+        document, json.loads((ROOT / "schemas" / "aggregate.schema.json").read_text())
+    )
+    ids = {t["trace_id"] for t in document["traces"]}
+    assert "e" * 32 not in ids and "f" * 32 not in ids and len(ids) == 9
+    assert document["steps"][0]["identity"] == WEAK
+    assert document["counts"] == {"attributed": 8, "passed": 1, "skipped": 0}
+    html = (tmp_path / "aggregate.html").read_text()
+    assert "issue_refund" in html and 'id="share-chart"' in html
+    again = runner.invoke(cli, ["report", str(tmp_path / "aggregate.json")])
+    assert again.exit_code == 0 and "Design flaw" in again.output
+    explicit = runner.invoke(cli, [*store, "aggregate", "f" * 8, "-c", str(config), "--json", "-"])
+    assert explicit.exit_code == 0, explicit.output
+    assert [t["trace_id"] for t in json.loads(explicit.stdout)["traces"]] == ["f" * 32]
+    bad = runner.invoke(cli, [*store, "aggregate", "--since", "yesterday", "-c", str(config)])
+    assert bad.exit_code == 2 and "--since" in bad.output
