@@ -33,6 +33,9 @@ from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments
 
 
+MAX_JUDGE_CHARS = 6000
+
+
 class OutcomeError(OtelcarError):
     """An outcome is misconfigured or could not be evaluated."""
 
@@ -130,6 +133,8 @@ class Judge:
         from otelcar.policies.base import DecisionRequest
 
         transcript = _transcript(steps)
+        if len(transcript) > MAX_JUDGE_CHARS:  # small models have small context windows
+            transcript = "…" + transcript[-MAX_JUDGE_CHARS:]
         request = DecisionRequest(
             messages=(
                 Message("system", "You grade an AI agent's run. Answer only yes or no."),

@@ -265,3 +265,16 @@ def test_outcome_rules():
     assert run(rule.failed(steps))
     assert "lookup_order" in rule.describe()
     assert Message("assistant", "x").to_dict()["content"] == "x"
+
+
+def test_an_explicit_temperature_outside_replay_is_sent_as_asked():
+    policy = OpenAICompatiblePolicy(model="m", sampling_temperature=0.9)
+    judge_request = DecisionRequest(
+        messages=(Message("user", "yes or no?"),),
+        tools=None,
+        params={"temperature": 0},
+        model=None,
+        seed=0,
+        step=None,
+    )
+    assert policy.request_body(judge_request)["temperature"] == 0.0

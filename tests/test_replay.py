@@ -322,3 +322,23 @@ def test_multi_agent_conversation_replays_and_carries_a_new_message_to_other_age
     assert first.action.content not in [m.content for m in other.context]
     own = next(d for d in rollout.decisions[1:] if d.agent == first.agent)
     assert any(m.role == "assistant" and m.content == "PLANTED MESSAGE" for m in own.context)
+
+
+def test_repeated_messages_are_matched_to_decisions_in_order():
+    """Two decisions say the same thing: a later context refers to each in its own place."""
+    from otelcar.replay.recorded import ActionRef
+
+    same = calls(("s1", "search", {"q": "a"}))
+    c0 = [SYSTEM, USER]
+    c1 = [*c0, same, responses(("s1", "A"))]
+    again = calls(("s2", "search", {"q": "a"}))
+    c2 = [*c1, again, responses(("s2", "A"))]
+    spans = [
+        chat("c0", c0, [same], start=0, end=10),
+        chat("c1", c1, [again], start=20, end=30),
+        chat("c2", c2, [text("assistant", "done")], start=40, end=50),
+    ]
+    steps = pl.DataFrame(build_trace(TRACE, spans).steps, schema=STEPS_SCHEMA)
+    run = load_run(TRACE, steps)
+    refs = [i.decision for i in run.decisions[2].template if isinstance(i, ActionRef)]
+    assert refs == [0, 1]

@@ -176,6 +176,8 @@ class OpenAICompatiblePolicy:
         if self.temperature is not None:
             return self.temperature
         recorded = request.params.get("temperature")
+        if request.step is None and recorded is not None:
+            return float(recorded)  # not a replayed step: the caller's explicit choice
         if recorded is None:
             return self.sampling_temperature
         if recorded == 0:

@@ -232,6 +232,7 @@ def _template(decision: RecordedDecision, decisions: list[RecordedDecision]) -> 
     items: list[TemplateItem] = []
     last_action: int | None = None
     pending_calls: list[int] = []
+    cursor = 0  # contexts are chronological: match actions in order, never backwards
     for message in decision.context:
         if message.role == "tool":
             ref = by_call_id.get(message.tool_call_id or "")
@@ -242,16 +243,19 @@ def _template(decision: RecordedDecision, decisions: list[RecordedDecision]) -> 
                     pending_calls.remove(ref[1])
                 items.append(ObsRef(ref[0], ref[1], message))
                 continue
-        match = next(
-            (
-                d
-                for d in reversed(earlier)
-                if d.action is not None and same_message(d.action, _as_role(message, d))
-            ),
-            None,
-        )
-        if match is not None and message.role != "user" and message.role != "system":
+        match = None
+        if message.role not in ("user", "system"):
+            match = next(
+                (
+                    d
+                    for d in earlier[cursor:]
+                    if d.action is not None and same_message(d.action, _as_role(message, d))
+                ),
+                None,
+            )
+        if match is not None:
             items.append(ActionRef(match.index, message))
+            cursor = match.index + 1
             last_action = match.index
             pending_calls = list(range(len(match.observations)))
             continue
