@@ -278,3 +278,88 @@ def test_an_explicit_temperature_outside_replay_is_sent_as_asked():
         step=None,
     )
     assert policy.request_body(judge_request)["temperature"] == 0.0
+
+
+class _FakeAnthropic(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict]] = []
+    failures = 1
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append(
+            {"path": self.path, "body": body, "version": self.headers.get("anthropic-version")}
+        )
+        if type(self).failures:
+            type(self).failures -= 1
+            self.send_response(529)
+            self.end_headers()
+            return
+        reply = json.dumps(
+            {
+                "id": "msg_1",
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 12, "output_tokens": 5},
+                "content": [
+                    {"type": "text", "text": "Refunding."},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_9",
+                        "name": "issue_refund",
+                        "input": {"order_id": "A-1001", "amount": 5},
+                    },
+                ],
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+
+def test_anthropic_policy_maps_messages_and_tool_use_both_ways():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeAnthropic)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = PolicyRegistry.from_config(
+            {
+                "llm": {
+                    "type": "anthropic",
+                    "model": "claude-x",
+                    "base_url": f"http://127.0.0.1:{server.server_port}",
+                }
+            }
+        )
+        decision = asyncio.run(config.llm("llm").decide(_request(_run().decisions[2])))
+        assert decision.message.content == "Refunding."
+        assert decision.message.tool_calls == (
+            ToolCall("issue_refund", {"order_id": "A-1001", "amount": 5}, "toolu_9"),
+        )
+        assert decision.input_tokens == 12
+        sent = _FakeAnthropic.seen[-1]
+        assert sent["path"] == "/v1/messages" and sent["version"] == "2023-06-01"
+        body = sent["body"]
+        assert body["system"].startswith("You are a refund support agent")
+        assert [t["role"] for t in body["messages"]] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+        ]
+        tool_results = body["messages"][2]["content"]
+        assert [b["tool_use_id"] for b in tool_results] == ["call_lookup_1", "call_policy_1"]
+        assert body["messages"][1]["content"][0] == {
+            "type": "tool_use",
+            "id": "call_lookup_1",
+            "name": "lookup_order",
+            "input": {"order_id": "A-1001"},
+        }
+        assert body["tools"][0]["input_schema"]["type"] == "object"
+        assert len(_FakeAnthropic.seen) == 2  # the 529 was retried
+    finally:
+        server.shutdown()
+        server.server_close()

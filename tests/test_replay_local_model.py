@@ -66,3 +66,31 @@ def test_the_policy_passes_the_seed_to_the_server(local_model_server):
     answers = [answer(seed) for seed in (1, 2, 3, 4)]
     assert answer(1) == answers[0]
     assert len(set(answers)) > 1
+
+
+def test_in_process_llama_cpp_policy_from_config_reproduces(local_model_path):
+    from otelcar.project_config import parse_config
+
+    config = parse_config(
+        {
+            "policies": {
+                "llm": {
+                    "type": "llama-cpp",
+                    "model_path": str(local_model_path),
+                    "temperature": 1.0,
+                    "max_tokens": 16,
+                }
+            }
+        }
+    )
+    policy = config.registry.llm("llm")
+    request = DecisionRequest(
+        messages=(Message("user", "Invent a name for a dog. Answer with the name only."),),
+        tools=None,
+        params={},
+        model=None,
+        seed=7,
+        step=None,
+    )
+    first = asyncio.run(policy.decide(request)).message.content
+    assert first and asyncio.run(policy.decide(request)).message.content == first

@@ -135,6 +135,40 @@ def _openai(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
     return OpenAICompatiblePolicy(**_options(options, allowed, "openai"))
 
 
+def _llama_cpp(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    from otelcar.policies.llama_inprocess import LlamaCppPolicy
+
+    allowed = {
+        "model_path",
+        "temperature",
+        "sampling_temperature",
+        "max_tokens",
+        "tool_choice",
+        "name",
+    }
+    return LlamaCppPolicy(**_options(options, allowed, "llama-cpp"))
+
+
+def _anthropic(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    from otelcar.policies.anthropic import AnthropicPolicy
+
+    allowed = {
+        "model",
+        "base_url",
+        "api_key_env",
+        "temperature",
+        "sampling_temperature",
+        "max_tokens",
+        "timeout_s",
+        "max_retries",
+        "max_concurrency",
+        "name",
+    }
+    if "model" not in options:
+        raise PolicyError("anthropic policy: 'model' is required")
+    return AnthropicPolicy(**_options(options, allowed, "anthropic"))
+
+
 def _python(options: dict[str, Any], _: PolicyRegistry, role: str) -> Any:
     tool = role == "tool"
     _options(options, {"function", "keywords", "max_concurrency"}, "python")
@@ -171,6 +205,8 @@ def _simulated(options: dict[str, Any], registry: PolicyRegistry, _: str) -> Any
 
 
 register_policy_type("openai", "llm", _openai)
+register_policy_type("llama-cpp", "llm", _llama_cpp)
+register_policy_type("anthropic", "llm", _anthropic)
 register_policy_type("python", "both", _python)
 register_policy_type("static", "llm", _static)
 register_policy_type("mock", "tool", _mock)
