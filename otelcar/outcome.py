@@ -32,7 +32,6 @@ import polars as pl
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments
 
-
 MAX_JUDGE_CHARS = 6000
 
 
