@@ -733,8 +733,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         const=25,
         default=0,
         metavar="TOP",
-        help="also cProfile load_run and each plan on the largest case and print the TOP "
-        "functions (default TOP: 25)",
+        help="also cProfile each plan on the largest case, and load_run on the largest case "
+        "whose load_run took at most 60 s, and print the TOP functions (default TOP: 25)",
     )
     args = parser.parse_args(argv)
     args.sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)

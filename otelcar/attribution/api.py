@@ -21,7 +21,6 @@ Method (DESIGN.md §6; ``docs/attribution.md``):
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 from collections.abc import Callable
@@ -269,7 +268,9 @@ async def attribute_async(
 
 def attribute(run: RecordedRun, **options: Any) -> AttributionResult:
     """Synchronous :func:`attribute_async`."""
-    return asyncio.run(attribute_async(run, **options))
+    from otelcar.replay.engine import run_sync
+
+    return run_sync(attribute_async(run, **options))
 
 
 async def _bisect(

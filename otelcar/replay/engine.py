@@ -109,6 +109,19 @@ async def run_plan_async(
     )
 
 
+def run_sync(coroutine: Any) -> Any:
+    """``asyncio.run`` that does not hand the result back through the event loop: CPython
+    3.11's ``asyncio.run`` can build the ``repr()`` of the returned value (python/cpython#112559),
+    which for a set of rollouts formats every context of every rollout as text."""
+    box: list[Any] = []
+
+    async def main() -> None:
+        box.append(await coroutine)
+
+    asyncio.run(main())
+    return box[0]
+
+
 def run_plan(run: RecordedRun, plan: Plan, env: Environment, **options: Any) -> RolloutSet:
     """Synchronous :func:`run_plan_async` (for scripts and the CLI)."""
-    return asyncio.run(run_plan_async(run, plan, env, **options))
+    return run_sync(run_plan_async(run, plan, env, **options))

@@ -13,7 +13,6 @@ Each step gets a verdict:
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,4 +155,7 @@ async def check_fidelity_async(
 
 
 def check_fidelity(run: RecordedRun, **options: Any) -> FidelityReport:
-    return asyncio.run(check_fidelity_async(run, **options))
+    """Synchronous :func:`check_fidelity_async`."""
+    from otelcar.replay.engine import run_sync
+
+    return run_sync(check_fidelity_async(run, **options))
