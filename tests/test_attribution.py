@@ -194,3 +194,26 @@ def test_shapley_splits_an_and_failure_between_its_two_steps():
     assert 0.3 < a < 0.7 and 0.3 < b < 0.7
     assert abs(phi[steps[0]]) < 0.15 and abs(phi[steps[2]]) < 0.15
     assert abs(result.shapley.efficiency_gap) < 0.15
+
+
+def test_a_flaky_grader_does_not_make_the_final_step_a_culprit():
+    """Failure is an independent coin per judgement, whatever the agent does: no step matters.
+    The factual replay must be judged afresh for every rollout slot, not copied."""
+    import random as _random
+
+    from otelcar.outcome import FunctionOutcome
+
+    scenario = synthetic.single_culprit(4, 1)
+    steps, registry, _ = synthetic.build(scenario)
+    coin = _random.Random(5)
+    flaky = FunctionOutcome(lambda s: coin.random() < 0.5, "flaky grader")
+    run = load_run(synthetic.TRACE_ID, steps)
+    for _ in range(20):  # the recorded run must fail under the outcome for attribution to run
+        try:
+            result = attribute(run, registry=registry, outcome=flaky, seed=2, rollouts=40)
+            break
+        except AttributionError:
+            continue
+    final = result.steps[-1]
+    assert 0.2 < final.q < 0.8  # the factual slots were judged afresh
+    assert not final.significant

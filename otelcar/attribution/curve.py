@@ -46,6 +46,7 @@ class PlanOutcomes:
     failures: dict[int, bool | None] = field(default_factory=dict)
     repeated_first: dict[int, bool] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    factual_steps: Any = None  # the factual plan's one rollout, re-judged for every slot
 
     @property
     def judged(self) -> list[bool]:

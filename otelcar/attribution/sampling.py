@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from otelcar.attribution.curve import PlanOutcomes
 from otelcar.outcome import Outcome
@@ -16,6 +17,14 @@ from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment, Rollout
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
+from otelcar.replay.rollout_table import rollout_steps
+
+
+async def _judge(outcome: Outcome, steps: Any) -> bool | None:
+    try:
+        return await outcome.failed(steps)
+    except Exception:
+        return None
 
 
 async def extend(
@@ -38,10 +47,11 @@ async def extend(
         have = len(outcomes[k].failures)
         if have >= upto:
             return
-        if k == factual and have:  # the factual replay is deterministic: one rollout serves all
-            value = next(iter(outcomes[k].failures.values()))
+        if k == factual and have and outcomes[k].factual_steps is not None:
+            # The factual replay is deterministic: one rollout serves every slot, but the
+            # outcome is judged again for each (a grader may itself be stochastic).
             for r in range(have, upto):
-                outcomes[k].failures[r] = value
+                outcomes[k].failures[r] = await _judge(outcome, outcomes[k].factual_steps)
             return
         count = 1 if k == factual else upto - have
         result = await run_plan_async(
@@ -66,9 +76,9 @@ async def extend(
                 target.repeated_first[rollout.index] = (
                     recorded is not None and action is not None and same_message(action, recorded)
                 )
-        if k == factual:
-            value = target.failures.get(have)
+        if k == factual and result.rollouts and result.rollouts[0].ok:
+            target.factual_steps = rollout_steps(result.rollouts[0])
             for r in range(have + 1, upto):
-                target.failures[r] = value
+                target.failures[r] = await _judge(outcome, target.factual_steps)
 
     await asyncio.gather(*(one(k) for k in sorted(needed)))
