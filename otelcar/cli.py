@@ -17,6 +17,13 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from otelcar import __version__
+from otelcar.cli_options import (
+    apply_fail_if,
+    config_option,
+    fail_if_option,
+    html_option,
+    json_option,
+)
 from otelcar.cli_repair import fix_command, test_command, why_command
 from otelcar.cli_report import aggregate_command, report_command
 from otelcar.config import ENV_HOME, debug_enabled
@@ -458,37 +465,12 @@ def rollout_command(
         console.print(f"  {error}", style="yellow", highlight=False)
 
 
-def _fail_if(spec: str) -> dict[str, Any]:
-    """``tool_called:NAME``, ``tool_not_called:NAME``, ``final_answer:REGEX`` as outcome config."""
-    kind, _, value = spec.partition(":")
-    if kind in ("tool_called", "tool_not_called") and value:
-        return {"type": kind, "tool": value}
-    if kind == "final_answer" and value:
-        return {"type": "final_answer", "pattern": value}
-    raise click.BadParameter(
-        f"{spec!r}: use tool_called:NAME, tool_not_called:NAME or final_answer:REGEX",
-        param_hint="--fail-if",
-    )
-
-
 @cli.command("attribute")
 @click.argument("trace_id")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="otelcar.toml with the policies and the outcome.",
-)
+@config_option()
 @click.option("--base-url", help="OpenAI-compatible server for the 'llm' policy (overrides).")
 @click.option("--model", help="Model name for --base-url.")
-@click.option(
-    "--fail-if",
-    "fail_if",
-    multiple=True,
-    help="Outcome rule (any of them fails): tool_called:NAME, tool_not_called:NAME, "
-    "final_answer:REGEX. Overrides [outcome].",
-)
+@fail_if_option()
 @click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
 @click.option(
     "--max-rollouts",
@@ -508,18 +490,8 @@ def _fail_if(spec: str) -> dict[str, Any]:
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
 @click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the result as JSON here (schemas/attribution.schema.json); - for stdout.",
-)
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the self-contained HTML report here.",
-)
+@json_option("attribution.schema.json")
+@html_option()
 @click.pass_context
 def attribute_command(
     ctx: click.Context,
@@ -541,7 +513,6 @@ def attribute_command(
     """Which step caused the failure: the commitment curve, step effects with intervals and
     Holm-adjusted exact tests, the culprit, and what it cost."""
     from otelcar.attribution import attribute
-    from otelcar.outcome import outcome_from_config
     from otelcar.policies import OpenAICompatiblePolicy
     from otelcar.render import attribution_report
     from otelcar.replay import Budget
@@ -550,12 +521,7 @@ def attribute_command(
     run, config, steps = _run_and_config(ctx, trace_id, config_path)
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
-    if fail_if:
-        config.outcome = outcome_from_config(
-            {"any": [_fail_if(f) for f in fail_if]}, config.registry
-        )
-    if config.outcome is None:
-        raise click.UsageError("no outcome: add [outcome] to otelcar.toml or pass --fail-if")
+    apply_fail_if(config, fail_if, required=True)
     settings = config.replay
     err = _console(stderr=True)
     with Progress(

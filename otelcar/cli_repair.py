@@ -16,6 +16,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from otelcar.cli_options import apply_fail_if, config_option, fail_if_option, json_option
+
 if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
     from otelcar.attribution.fix_result import FixResult
     from otelcar.attribution.why_result import WhyResult
@@ -37,13 +39,7 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Decision step number, 'culprit' (run attribution first) or 'last'.",
         ),
-        click.option(
-            "-c",
-            "--config",
-            "config_path",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help=CONFIG_HELP,
-        ),
+        config_option(CONFIG_HELP),
         click.option(
             "--samples",
             "-R",
@@ -53,12 +49,9 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
             help="Re-decisions per arm (base arm and confirmations).",
         ),
         click.option("--same", default="tool", show_default=True, help=SAME_HELP),
-        click.option(
-            "--fail-if",
-            "fail_if",
-            multiple=True,
-            help="Outcome rule (tool_called:NAME, tool_not_called:NAME, final_answer:REGEX); "
-            "overrides [outcome].",
+        fail_if_option(
+            "Outcome rule (tool_called:NAME, tool_not_called:NAME, final_answer:REGEX); "
+            "overrides [outcome]."
         ),
         click.option("--seed", type=int, help="Base seed (default: [replay] seed)."),
     ]
@@ -67,26 +60,13 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-def _json_option(schema: str) -> Callable[..., Any]:
-    return click.option(
-        "--json",
-        "json_path",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help=f"Write the result as JSON here (schemas/{schema}); - for stdout.",
-    )
-
-
 def _setup(
     ctx: click.Context, trace_id: str, config_path: Path | None, fail_if: tuple[str, ...]
 ) -> tuple[Any, Any]:
-    from otelcar.cli import _fail_if, _run_and_config
-    from otelcar.outcome import outcome_from_config
+    from otelcar.cli import _run_and_config
 
     run, config, _ = _run_and_config(ctx, trace_id, config_path)
-    if fail_if:
-        config.outcome = outcome_from_config(
-            {"any": [_fail_if(f) for f in fail_if]}, config.registry
-        )
+    apply_fail_if(config, fail_if, required=False)
     return run, config
 
 
@@ -226,7 +206,7 @@ def render_fix(console: Console, result: FixResult) -> None:
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--max-tests", type=int, help="Declared number of tests (default: 3 × pieces + 20).")
 @click.option("--full", is_flag=True, help="Narrow every confirmed piece, not just the first.")
-@_json_option("why.schema.json")
+@json_option("why.schema.json")
 @click.pass_context
 def why_command(
     ctx: click.Context,
@@ -310,7 +290,7 @@ def why_command(
     show_default=True,
     help="The bound the written test asserts.",
 )
-@_json_option("fix.schema.json")
+@json_option("fix.schema.json")
 @click.pass_context
 def fix_command(
     ctx: click.Context,

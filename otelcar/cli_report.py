@@ -14,6 +14,14 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from otelcar.cli_options import (
+    apply_fail_if,
+    config_option,
+    fail_if_option,
+    html_option,
+    json_option,
+)
+
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -120,20 +128,8 @@ def report_command(
     "or an age (30m, 12h, 7d, 2w).",
 )
 @click.option("--limit", type=int, help="Only the newest N of the selected traces.")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="otelcar.toml with the policies and the outcome.",
-)
-@click.option(
-    "--fail-if",
-    "fail_if",
-    multiple=True,
-    help="Outcome rule (any of them fails): tool_called:NAME, tool_not_called:NAME, "
-    "final_answer:REGEX. Overrides [outcome].",
-)
+@config_option()
+@fail_if_option()
 @click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
 @click.option(
     "--max-rollouts",
@@ -145,18 +141,8 @@ def report_command(
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.option("--budget", type=int, help="Most policy calls to spend on each trace.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the result as JSON here (schemas/aggregate.schema.json); - for stdout.",
-)
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the self-contained HTML report here.",
-)
+@json_option("aggregate.schema.json")
+@html_option()
 @click.pass_context
 def aggregate_command(
     ctx: click.Context,
@@ -184,20 +170,14 @@ def aggregate_command(
     import polars as pl
 
     from otelcar.attribution.aggregate import aggregate, attribute_traces
-    from otelcar.cli import _console, _fail_if, _store
-    from otelcar.outcome import outcome_from_config
+    from otelcar.cli import _console, _store
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
     from otelcar.report.terminal import aggregate_report
 
     store = _store(ctx)
     config = load_config(config_path)
-    if fail_if:
-        config.outcome = outcome_from_config(
-            {"any": [_fail_if(f) for f in fail_if]}, config.registry
-        )
-    if config.outcome is None:
-        raise click.UsageError("no outcome: add [outcome] to otelcar.toml or pass --fail-if")
+    apply_fail_if(config, fail_if, required=True)
     traces = store.traces()
     if trace_ids:
         wanted = [store.resolve(t) for t in trace_ids]
