@@ -12,7 +12,8 @@ For each case, trace length ``n`` and seed, one run of each method, all in the s
 pool and the same run of the script:
 
 * ``adaptive``: :func:`otelcar.attribution.attribute` with its defaults (looks at 8, 16, 32,
-  64 rollouts; ``mode="auto"`` bisects above 40 decisions);
+  64 rollouts, the first a probe without alpha; futility stops; ``mode="auto"`` bisects above
+  40 decisions);
 * ``fixed``: the same with ``rollouts=R`` (``--fixed-r``, one look);
 * ``baseline``: the peers' method (``peers_baseline.py``: prefix-hold resample-from-i,
   R = 60, percentile bootstrap CI, latest significant step), on otelcar's replay engine.
@@ -427,6 +428,7 @@ def _otelcar_record(result: AttributionResult) -> dict[str, Any]:
         "ties": result.ties,
         "mode": result.mode,
         "looks": result.looks,
+        "stop_reason": result.stop_reason,
         "notes": result.notes,
         "cost": result.cost,
         "steps": [

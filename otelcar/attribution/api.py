@@ -9,11 +9,18 @@ Method (DESIGN.md §6; ``docs/attribution.md``):
    for rollout r of every plan. q_k with Wilson intervals; Δ_k from the pairs (McNemar exact,
    one-sided, Newcombe paired interval); Holm across steps.
 3. **Adaptive stopping.** Rollouts are added in rounds at pre-declared looks (doubling up to
-   ``max_rollouts``); each look tests at ``alpha / number_of_looks`` (Bonferroni alpha
-   spending), so stopping at any look keeps the family-wise error at ``alpha``. A round stops
-   sampling plans that only inform steps already ruled out; the run stops when the culprit's
-   interval lies above every other step's, or at the last look, or when the budget is spent.
-   ``rollouts=R`` gives the fixed-R design (one look, full alpha).
+   ``max_rollouts``). Alpha is spent over the looks (union bound), none on looks too small to
+   reject anything (:func:`~otelcar.attribution.stats.spending_schedule`); each step is tested
+   at the alpha of the look its pairs belong to, so stopping at any look, and giving more
+   rollouts to some plans than to others, keeps the family-wise error at ``alpha``. After a
+   look only the open steps' plans get more rollouts: not Δ = 0 by construction (their
+   re-decisions repeated the recorded action in every rollout so far), not told apart from
+   the culprit (paired contrasts), and with a chance of at least ``futility`` of becoming
+   significant (conditional power under an optimistic trend). The run stops when no step is
+   open (a culprit separated from every step that can still become significant, or a futility
+   stop with no culprit), at the last look, or when the budget is spent. Futility only ever
+   stops without a rejection, so it cannot raise the error rate. ``rollouts=R`` gives the
+   fixed-R design (one look, full alpha).
 4. **Verdict.** The culprit is the significant step with the largest Δ, with the steps that
    cannot be told apart from it; the point of no return; "locked-in" when no step matters
    but the failure is (nearly) certain from the start.
@@ -22,24 +29,33 @@ Method (DESIGN.md §6; ``docs/attribution.md``):
 from __future__ import annotations
 
 import itertools
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import polars as pl
 
 from otelcar.attribution.curve import (
+    Baseline,
     PlanOutcomes,
+    StepEffect,
+    _apart,
+    _with,
     curve_plans,
     estimate,
     pick_culprit,
     point_of_no_return,
-    separated,
 )
 from otelcar.attribution.result import AttributionResult
 from otelcar.attribution.sampling import extend
 from otelcar.attribution.shapley import shapley_values
-from otelcar.attribution.stats import look_alpha, look_schedule, wilson
+from otelcar.attribution.stats import (
+    look_schedule,
+    rejection_chance,
+    spending_schedule,
+    wilson,
+)
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
@@ -100,6 +116,7 @@ async def attribute_async(
     max_players: int = 8,
     mode: str = "auto",
     bisect_above: int = 40,
+    futility: float = 0.2,
 ) -> AttributionResult:
     """Attribute the failure of ``run`` (see the module docstring for the method).
 
@@ -107,7 +124,9 @@ async def attribute_async(
     ``max_rollouts``. ``budget`` caps policy calls/tokens (the result then says so).
     ``shapley``: also Shapley values of the (at most ``max_players``) steps with the largest
     effects, with ``shapley_pairs`` antithetic permutation pairs of ``shapley_rollouts``
-    rollouts per coalition.
+    rollouts per coalition. ``futility``: an adaptive run stops sampling a step (and stops
+    with no culprit when no step is left) once its chance of becoming significant at a later
+    look, under an optimistic current trend, is below this (0 turns futility off).
     """
     started = time.perf_counter()
     if not run.decisions:
@@ -147,65 +166,76 @@ async def attribute_async(
     outcomes = {k: PlanOutcomes() for k in plans}
     alpha = 1 - confidence
     looks = [rollouts] if rollouts is not None else look_schedule(first_look, max_rollouts)
-    look_confidence = 1 - look_alpha(alpha, len(looks))
-    needed = set(plans)
     done_looks: list[int] = []
     baseline = effects = None
+    stop_reason = "last-look"
     use_bisect = mode == "bisect" or (mode == "auto" and run.horizon > bisect_above)
+    # Bisection and its fallback to the full curve test on the same rollouts, and which of
+    # the two tests is made depends on the data: each gets half of alpha (union bound).
+    curve_alpha = alpha / 2 if use_bisect else alpha
+    spend = spending_schedule(curve_alpha, looks, run.horizon)
+    look_confidence = 1 - max(spend)
     if use_bisect:
         found = await _bisect(
             run,
             plans,
             outcomes,
             env,
-            rollouts=rollouts or max_rollouts,
+            looks=looks,
+            alpha=alpha,
             seed=seed,
             outcome=judged,
             concurrency=concurrency,
-            confidence=confidence,
             on_rollout=on_rollout,
         )
-        if found is not None:
-            baseline, effects, searched = found
-            done_looks = [rollouts or max_rollouts]
+        if isinstance(found, str):
+            notes.append(f"bisection fell back to the full curve: {found}")
+        else:
+            baseline, effects, searched, done_looks, look_confidence = found
             looks = []
+            stop_reason = "bisection"
             notes.append(
                 f"bisection: {searched} plans evaluated out of {len(plans)}; only the "
                 "culprit's row has an effect estimate"
             )
-        else:
-            notes.append(
-                "bisection found a non-monotone curve or a jump smaller than half the "
-                "rise: fell back to the full curve"
+    if looks:
+
+        async def sample(upto: int, needed: set[int]) -> None:
+            await extend(
+                run,
+                plans,
+                outcomes,
+                env,
+                upto=upto,
+                needed=needed,
+                seed=seed,
+                outcome=judged,
+                concurrency=concurrency,
+                on_rollout=on_rollout,
             )
-    for upto in looks:
-        await extend(
+
+        def spent() -> bool:
+            return env.budget.max_calls is not None and env.budget.calls >= env.budget.max_calls
+
+        baseline, effects, done_looks, stop_reason = await sequential(
             run,
-            plans,
             outcomes,
-            env,
-            upto=upto,
-            needed=needed,
-            seed=seed,
-            outcome=judged,
-            concurrency=concurrency,
-            on_rollout=on_rollout,
+            sample,
+            alpha=alpha,
+            looks=looks,
+            spend=spend,
+            futility=futility,
+            out_of_budget=spent,
         )
-        done_looks.append(upto)
-        baseline, effects = estimate(run, outcomes, confidence=look_confidence)
-        culprit, _ = pick_culprit(effects)
-        if culprit is not None and separated(culprit, effects):
-            break
-        if env.budget.max_calls is not None and env.budget.calls >= env.budget.max_calls:
+        if stop_reason == "budget":
             notes.append(f"stopped by the budget of {env.budget.max_calls} policy calls")
-            break
-        if culprit is not None:  # keep sampling only the plans that inform contenders
-            contenders = [
-                e.index for e in effects if e is culprit or e.delta_ci.high >= culprit.delta_ci.low
-            ]
-            needed = {k for i in contenders for k in (i, i - 1)}
+        if stop_reason == "futility":
+            notes.append(
+                f"futility stop after {done_looks[-1]} rollouts per plan: no step had a "
+                f"{futility:.0%} chance left of becoming significant"
+            )
     assert baseline is not None and effects is not None
-    culprit, ties = pick_culprit(effects)
+    culprit, ties = pick_culprit(effects, outcomes, look_confidence)
     if culprit is not None:
         verdict = "culprit"
     elif baseline.q_ci.low >= 0.5:
@@ -260,10 +290,83 @@ async def attribute_async(
         point_of_no_return=point_of_no_return(effects, True),
         harmful_step=await harmful_step(run, judged),
         looks=done_looks,
+        stop_reason=stop_reason
+        if rollouts is None or stop_reason in ("budget", "bisection")
+        else "fixed",
         cost=cost,
         notes=notes,
         rollout_errors=errors,
     )
+
+
+async def sequential(
+    run: Any,
+    outcomes: dict[int, PlanOutcomes],
+    sample: Callable[[int, set[int]], Awaitable[None]],
+    *,
+    alpha: float,
+    looks: list[int],
+    spend: list[float],
+    futility: float,
+    out_of_budget: Callable[[], bool] = lambda: False,
+) -> tuple[Baseline, list[StepEffect], list[int], str]:
+    """The adaptive design: sample, estimate and review at each look until the culprit is
+    decided, no step is left open, the budget is spent or the last look is done.
+
+    ``sample(upto, needed)`` brings the plans in ``needed`` to ``upto`` rollouts. After each
+    look the open steps are the ones that are not Δ = 0 by construction, not told apart from
+    the culprit (when there is one) and whose chance of becoming significant at a later look
+    (:func:`~otelcar.attribution.stats.rejection_chance`, thresholds ``spend[t] / m``) is at
+    least ``futility``; only their plans get more rollouts. No open step: stop, "separated"
+    with a culprit, "futility" without. Validity does not depend on any of these choices
+    (see :func:`~otelcar.attribution.curve.estimate`). Returns the last estimates, the looks
+    done and why it stopped.
+    """
+    confidence = 1 - max(spend)
+    hypotheses = len(run.decisions)
+    needed = set(outcomes)
+    done: list[int] = []
+    baseline = effects = None
+    futile: set[int] = set()
+    reason = "last-look"
+    for stage, upto in enumerate(looks):
+        await sample(upto, needed)
+        done.append(upto)
+        baseline, effects = estimate(
+            run, outcomes, alpha=alpha, looks=looks, spend=spend, confidence=confidence
+        )
+        culprit, _ = pick_culprit(effects, outcomes, confidence)
+        last = stage == len(looks) - 1
+        future = [(looks[t], spend[t] / hypotheses) for t in range(stage + 1, len(looks))]
+        futile = set()
+        contenders = []
+        for e in effects:
+            if e is culprit or e.repeats_recorded:
+                continue
+            if culprit is not None and _apart(culprit, e, outcomes, confidence):
+                continue
+            if not last and rejection_chance(e.only_now, e.only_before, e.pairs, future) < futility:
+                futile.add(e.index)
+            else:
+                contenders.append(e)
+        if culprit is not None and not contenders:
+            reason = "separated"  # from every step that can still become significant
+            break
+        if out_of_budget():
+            reason = "budget"
+            break
+        if last:
+            break
+        if culprit is None and not contenders:
+            reason = "futility"
+            break
+        if culprit is not None:
+            contenders.append(culprit)
+        needed = {k for e in contenders for k in (e.index, e.index - 1)}
+    assert baseline is not None and effects is not None
+    if futile and reason in ("futility", "separated"):
+        effects = [_with(e, futile=e.index in futile) for e in effects]
+    return baseline, effects, done, reason
 
 
 def attribute(run: RecordedRun, **options: Any) -> AttributionResult:
@@ -279,27 +382,32 @@ async def _bisect(
     outcomes: dict,
     env: Environment,
     *,
-    rollouts: int,
+    looks: list[int],
+    alpha: float,
     seed: int,
     outcome: Outcome,
     concurrency: int,
-    confidence: float,
     on_rollout: Callable[[Rollout], None] | None,
-) -> tuple[Any, list, int] | None:
+) -> tuple[Any, list, int, list[int], float] | str:
     """Find the largest jump of a monotone commitment curve with O(log n) plans.
 
-    The test of the jump found is Bonferroni-corrected for the number of plans evaluated.
-    Returns ``None`` when the evaluated points are not monotone or the jump is not the
-    largest possible (less than half of the total rise): the caller runs the full curve.
+    The search evaluates plans at the second look's rollouts (the first in fixed-R mode);
+    the jump found is then tested at the remaining looks (more rollouts of its two plans only,
+    until it is significant), with ``alpha / 2`` Bonferroni-split over the most plans a search
+    can evaluate and over those looks. Returns the reason instead when the ends show no rise,
+    the evaluated points are not monotone, or the jump is less than half of the total rise
+    (then it need not be the largest): the caller runs the full curve.
     """
+    search = looks[min(1, len(looks) - 1)]
+    test_looks = [upto for upto in looks if upto >= search]
 
-    async def q(k: int) -> float:
+    async def q(k: int, upto: int = search) -> float:
         await extend(
             run,
             plans,
             outcomes,
             env,
-            upto=rollouts,
+            upto=upto,
             needed={k},
             seed=seed,
             outcome=outcome,
@@ -311,6 +419,8 @@ async def _bisect(
 
     lo, hi = -1, run.horizon - 1
     q_lo, q_hi = await q(lo), await q(hi)
+    if not q_hi > q_lo:
+        return f"no rise between the ends (q_start {q_lo:.2f}, q_factual {q_hi:.2f})"
     evaluated = {lo: q_lo, hi: q_hi}
     target = (q_lo + q_hi) / 2
     while hi - lo > 1:
@@ -322,17 +432,35 @@ async def _bisect(
             lo = mid
     await q(hi - 1)
     points = sorted(evaluated)
+    level = 1 - alpha / 2 / len(test_looks)
     for a, b in itertools.pairwise(points):
         fa, fb = outcomes[a].judged, outcomes[b].judged
-        if wilson(sum(fb), len(fb), confidence).high < wilson(sum(fa), len(fa), confidence).low:
-            return None  # a clear decrease: not monotone
+        if wilson(sum(fb), len(fb), level).high < wilson(sum(fa), len(fa), level).low:
+            return "the evaluated points are not monotone"
     searched = len(evaluated) + 1
-    corrected = 1 - (1 - confidence) / searched
-    baseline, effects = estimate(run, outcomes, confidence=corrected, only={hi})
-    jump = effects[0]
-    if (
-        jump.delta < (q_hi_total := evaluated[run.horizon - 1] - evaluated[-1]) / 2
-        or q_hi_total <= 0
-    ):
-        return None
-    return baseline, effects, searched
+    most = 3 + math.ceil(math.log2(run.horizon + 1))  # the ends, the midpoints, hi - 1
+    share = alpha / 2 / most / len(test_looks)
+    spend = [share] * len(test_looks)
+    confidence = 1 - share
+    done: list[int] = []
+    for upto in test_looks:
+        if upto > search:
+            await q(hi - 1, upto)
+            await q(hi, upto)
+        done.append(upto)
+        baseline, effects = estimate(
+            run,
+            outcomes,
+            alpha=alpha,
+            looks=test_looks,
+            spend=spend,
+            confidence=confidence,
+            only={hi},
+        )
+        jump = effects[0]
+        rise = evaluated[run.horizon - 1] - evaluated[-1]
+        if jump.delta < rise / 2:
+            return f"the jump found ({jump.delta:.2f}) is less than half the rise ({rise:.2f})"
+        if jump.significant:
+            break
+    return baseline, effects, searched, done, confidence

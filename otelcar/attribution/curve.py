@@ -10,19 +10,23 @@ Rollout r of every plan uses the same seeds, so ``P_{k−1}`` and ``P_k`` are co
 pair (a paired design: McNemar's exact test, Newcombe's paired interval). When decision k's
 resample repeats its recorded action, the two plans' rollouts are identical from there on (the
 request cache serves the same request with the same seed), so such a step costs one policy
-call per rollout and shows Δ = 0 exactly.
+call per rollout; a step whose re-decision repeated its recorded action in every rollout has
+Δ = 0 by construction and is not tested.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.attribution.stats import (
     Interval,
+    contrast_interval,
     holm,
     mcnemar_exact_greater,
     newcombe_paired,
+    stage_of,
     wilson,
 )
 from otelcar.replay.plan import Plan
@@ -74,6 +78,8 @@ class StepEffect:
     p_adjusted: float = 1.0
     significant: bool = False
     repeats_recorded: bool = False
+    test_alpha: float = 0.0  # the alpha spent at the look whose pairs the test used
+    futile: bool = False  # sampling stopped: too little chance left to become significant
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +102,8 @@ class StepEffect:
             "p_adjusted": self.p_adjusted,
             "significant": self.significant,
             "repeats_recorded_action": self.repeats_recorded,
+            "test_alpha": self.test_alpha,
+            "futile": self.futile,
         }
 
 
@@ -121,11 +129,28 @@ def estimate(
     run: RecordedRun,
     outcomes: dict[int, PlanOutcomes],
     *,
+    alpha: float,
+    looks: Sequence[int],
+    spend: Sequence[float],
     confidence: float,
     only: set[int] | None = None,
 ) -> tuple[Baseline, list[StepEffect]]:
     """q and Δ for every decision (or those in ``only``, whose plan and predecessor plan were
-    run) from the plans' outcomes, Holm-adjusted at ``confidence``."""
+    run) from the plans' outcomes; tests adjusted across steps (Holm) and looks (spending).
+
+    Step k's pairs are the rollout indexes below the last look both of its plans reached
+    (its *stage* s); its one-sided exact McNemar p-value on those pairs is tested at the alpha
+    spent at that look, ``spend[s]``: ``p_adjusted`` is Holm's adjustment of
+    ``p · alpha / spend[s]`` (1 when ``spend[s] = 0``), significant when ``≤ alpha``. A true
+    null is then rejected only if its fixed-size p-value at some look s is at most
+    ``spend[s] / m``, which has probability at most ``Σ_s spend[s] = alpha`` whatever looks,
+    allocations and stops the run made (Holm's argument, then the union bound over looks).
+
+    A step whose re-decision repeated its recorded action in every pair
+    (``repeats_recorded``) has Δ = 0 by construction (both plans run the same actions; the
+    pairs can differ only by a stochastic outcome): Δ, its interval are 0 and its p-value 1.
+    Intervals are at ``confidence``.
+    """
     base = outcomes[-1].judged
     baseline = Baseline(
         len(base),
@@ -134,23 +159,29 @@ def estimate(
         wilson(sum(base), len(base), confidence),
     )
     effects: list[StepEffect] = []
+    scaled: list[float] = []
     for decision in run.decisions:
         k = decision.index
         if only is not None and k not in only:
             continue
         now, before = outcomes[k], outcomes[k - 1]
-        judged = now.judged
+        stage = stage_of(min(len(now.failures), len(before.failures)), looks)
+        upto = looks[stage] if stage is not None else 0
+        level = spend[stage] if stage is not None else 0.0
+        judged = [f for r, f in now.failures.items() if f is not None and r < upto]
         fails = sum(judged)
         counts = {(True, True): 0, (False, True): 0, (True, False): 0, (False, False): 0}
         for r, failed in now.failures.items():
             previous = before.failures.get(r)
-            if failed is None or previous is None:
+            if failed is None or previous is None or r >= upto:
                 continue
             counts[(previous, failed)] += 1
         both, only_now = counts[(True, True)], counts[(False, True)]
         only_before, neither = counts[(True, False)], counts[(False, False)]
         pairs = both + only_now + only_before + neither
-        repeated = before.repeated_first
+        repeated = [v for r, v in before.repeated_first.items() if r < upto]
+        repeats = bool(repeated) and all(repeated)
+        p_value = 1.0 if repeats else mcnemar_exact_greater(only_now, only_before)
         effects.append(
             StepEffect(
                 index=k,
@@ -164,16 +195,19 @@ def estimate(
                 pairs=pairs,
                 only_now=only_now,
                 only_before=only_before,
-                delta=(only_now - only_before) / pairs if pairs else 0.0,
-                delta_ci=newcombe_paired(both, only_now, only_before, neither, confidence),
-                p_value=mcnemar_exact_greater(only_now, only_before),
-                repeats_recorded=bool(repeated) and all(repeated.values()),
+                delta=0.0 if repeats or not pairs else (only_now - only_before) / pairs,
+                delta_ci=Interval(0.0, 0.0)
+                if repeats
+                else newcombe_paired(both, only_now, only_before, neither, confidence),
+                p_value=p_value,
+                repeats_recorded=repeats,
+                test_alpha=level,
             )
         )
-    adjusted = holm([e.p_value for e in effects])
-    alpha = 1 - confidence
+        scaled.append(min(1.0, p_value * alpha / level) if level > 0 else 1.0)
+    adjusted = holm(scaled)
     return baseline, [
-        _with(e, p_adjusted=p, significant=p <= alpha)
+        _with(e, p_adjusted=p, significant=p <= alpha and e.test_alpha > 0)
         for e, p in zip(effects, adjusted, strict=True)
     ]
 
@@ -184,24 +218,86 @@ def _with(effect: StepEffect, **changes: Any) -> StepEffect:
     return replace(effect, **changes)
 
 
-def pick_culprit(effects: list[StepEffect]) -> tuple[StepEffect | None, list[int]]:
-    """The significant step with the largest Δ, and every step whose Δ interval overlaps its
-    own (they cannot be told apart from it at this confidence)."""
+def contrast(
+    outcomes: dict[int, PlanOutcomes], top: StepEffect, other: StepEffect, confidence: float
+) -> Interval:
+    """Interval for ``Δ_top − Δ_other``.
+
+    When both steps have the same rollouts, paired: rollout r gives
+    ``(f_top − f_top−1) − (f_other − f_other−1)`` (f: failed under the plan), in [−2, 2], and
+    common random numbers make this far tighter than comparing two intervals. When one step
+    has fewer rollouts (its plans were sampled less), each Δ gets its own interval from its
+    own pairs and the half-widths add (valid whatever the correlation of the two estimates).
+    A step that repeats its recorded action has Δ = 0 and contributes nothing.
+    """
+    top_values = _pair_values(outcomes, top.index)
+    if other.repeats_recorded:
+        return contrast_interval(list(top_values.values()), confidence, 1.0)
+    other_values = _pair_values(outcomes, other.index)
+    if set(top_values) == set(other_values):
+        return contrast_interval(
+            [top_values[r] - other_values[r] for r in top_values], confidence, 2.0
+        )
+    a = contrast_interval(list(top_values.values()), confidence, 1.0)
+    b = contrast_interval(list(other_values.values()), confidence, 1.0)
+    mean_a = sum(top_values.values()) / len(top_values) if top_values else 0.0
+    mean_b = sum(other_values.values()) / len(other_values) if other_values else 0.0
+    low = (mean_a - mean_b) - ((mean_a - a.low) + (b.high - mean_b))
+    high = (mean_a - mean_b) + ((a.high - mean_a) + (mean_b - b.low))
+    return Interval(max(-2.0, low), min(2.0, high))
+
+
+def _pair_values(outcomes: dict[int, PlanOutcomes], k: int) -> dict[int, float]:
+    """``f_k − f_{k−1}`` by rollout index, over the rollouts both plans judged."""
+    now, before = outcomes[k].failures, outcomes[k - 1].failures
+    return {
+        r: float(int(f) - int(before[r]))
+        for r, f in now.items()
+        if f is not None and before.get(r) is not None
+    }
+
+
+def pick_culprit(
+    effects: list[StepEffect],
+    outcomes: dict[int, PlanOutcomes] | None = None,
+    confidence: float = 0.95,
+) -> tuple[StepEffect | None, list[int]]:
+    """The significant step with the largest Δ, and every step with a positive Δ that cannot
+    be told apart from it: the paired interval of ``Δ_culprit − Δ_step`` reaches 0 (with
+    ``outcomes``), else the step's Δ interval reaches the culprit's."""
     significant = [e for e in effects if e.significant]
     if not significant:
         return None, []
     culprit = max(significant, key=lambda e: (e.delta, -e.p_adjusted))
-    ties = [
+    return culprit, [
         e.step
         for e in effects
-        if e is not culprit and e.delta_ci.high >= culprit.delta_ci.low and e.delta > 0
+        if e is not culprit and e.delta > 0 and not _apart(culprit, e, outcomes, confidence)
     ]
-    return culprit, ties
 
 
-def separated(culprit: StepEffect, effects: list[StepEffect]) -> bool:
-    """Whether the culprit's Δ interval lies above every other step's."""
-    return all(e.delta_ci.high < culprit.delta_ci.low for e in effects if e is not culprit)
+def _apart(
+    culprit: StepEffect,
+    other: StepEffect,
+    outcomes: dict[int, PlanOutcomes] | None,
+    confidence: float,
+) -> bool:
+    if other.repeats_recorded:
+        return True  # Δ = 0 by construction, below the (significant) culprit's
+    if outcomes is None:
+        return other.delta_ci.high < culprit.delta_ci.low
+    return contrast(outcomes, culprit, other, confidence).low > 0
+
+
+def separated(
+    culprit: StepEffect,
+    effects: list[StepEffect],
+    outcomes: dict[int, PlanOutcomes] | None = None,
+    confidence: float = 0.95,
+) -> bool:
+    """Whether the culprit's Δ is above every other step's (paired contrasts with
+    ``outcomes``; else its Δ interval lies above every other step's)."""
+    return all(_apart(culprit, e, outcomes, confidence) for e in effects if e is not culprit)
 
 
 def point_of_no_return(effects: list[StepEffect], factual_failed: bool) -> int | None:

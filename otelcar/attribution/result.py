@@ -10,6 +10,7 @@ from otelcar.attribution.curve import Baseline, StepEffect
 
 RESULT_VERSION = 1
 VERDICTS = ("culprit", "locked-in", "undecided")
+STOP_REASONS = ("separated", "futility", "last-look", "budget", "bisection", "fixed")
 
 
 @dataclass
@@ -73,6 +74,8 @@ class AttributionResult:
     harmful_step: int | None  # the decision whose recorded action made the outcome fail
     looks: list[int]
     cost: dict[str, Any]
+    # why sampling stopped: separated | futility | last-look | budget | bisection | fixed
+    stop_reason: str = "last-look"
     shapley: ShapleyResult | None = None
     notes: list[str] = field(default_factory=list)
     rollout_errors: list[str] = field(default_factory=list)
@@ -128,6 +131,7 @@ class AttributionResult:
             "baseline": self.baseline.to_dict(),
             "steps": [s.to_dict() for s in self.steps],
             "looks": self.looks,
+            "stop_reason": self.stop_reason,
             "cost": self.cost,
             "shapley": self.shapley.to_dict() if self.shapley else None,
             "notes": self.notes,
@@ -176,6 +180,8 @@ def attribution_schema_document() -> dict[str, Any]:
             "p_adjusted": {"type": "number"},
             "significant": {"type": "boolean"},
             "repeats_recorded_action": {"type": "boolean"},
+            "test_alpha": {"type": "number"},
+            "futile": {"type": "boolean"},
         },
     }
     return {
@@ -212,6 +218,7 @@ def attribution_schema_document() -> dict[str, Any]:
             "baseline": {"type": "object"},
             "steps": {"type": "array", "items": step},
             "looks": {"type": "array", "items": {"type": "integer"}},
+            "stop_reason": {"enum": list(STOP_REASONS)},
             "cost": {"type": "object"},
             "shapley": {"type": ["object", "null"]},
             "notes": {"type": "array", "items": {"type": "string"}},

@@ -11,10 +11,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import polars as pl
+
 from otelcar.attribution.curve import PlanOutcomes
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
-from otelcar.replay.harness import Environment, Rollout
+from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
 from otelcar.replay.rollout_table import rollout_steps
@@ -25,6 +27,25 @@ async def _judge(outcome: Outcome, steps: Any) -> bool | None:
         return await outcome.failed(steps)
     except Exception:
         return None
+
+
+def as_rollout(steps: pl.DataFrame, rollout: int, base_seed: int) -> pl.DataFrame:
+    """The factual replay's steps table as rollout ``rollout`` of the factual plan would have
+    produced it: the replay holds every decision, so only the rollout index and the seeds
+    (derived from the base seed, the rollout and the decision) differ. An outcome that looks
+    at those columns (a grader keyed by its run) then sees each slot as its own run."""
+    first = int(steps["rollout"][0]) if steps.height else rollout
+    if first == rollout:
+        return steps
+    old = {derive_seed(base_seed, first, k): k for k in range(steps.height)}
+    fresh = [
+        None if seed is None or seed not in old else derive_seed(base_seed, rollout, old[seed])
+        for seed in steps["seed"].to_list()
+    ]
+    return steps.with_columns(
+        pl.lit(rollout, dtype=pl.Int64).alias("rollout"),
+        pl.Series("seed", fresh, dtype=pl.Int64),
+    )
 
 
 async def extend(
@@ -51,7 +72,9 @@ async def extend(
             # The factual replay is deterministic: one rollout serves every slot, but the
             # outcome is judged again for each (a grader may itself be stochastic).
             for r in range(have, upto):
-                outcomes[k].failures[r] = await _judge(outcome, outcomes[k].factual_steps)
+                outcomes[k].failures[r] = await _judge(
+                    outcome, as_rollout(outcomes[k].factual_steps, r, seed)
+                )
             return
         count = 1 if k == factual else upto - have
         result = await run_plan_async(
@@ -79,6 +102,8 @@ async def extend(
         if k == factual and result.rollouts and result.rollouts[0].ok:
             target.factual_steps = rollout_steps(result.rollouts[0])
             for r in range(have + 1, upto):
-                target.failures[r] = await _judge(outcome, target.factual_steps)
+                target.failures[r] = await _judge(
+                    outcome, as_rollout(target.factual_steps, r, seed)
+                )
 
     await asyncio.gather(*(one(k) for k in sorted(needed)))

@@ -12,6 +12,12 @@ Every function is pure and documents its method and assumptions.
 - :func:`holm` — Holm (1979) step-down adjustment: strong family-wise error control.
 - :func:`look_alpha` — alpha spending over a fixed schedule of looks (Bonferroni split), which
   keeps the error rate valid under optional stopping at any of the scheduled looks.
+- :func:`spending_schedule` — the same union-bound spending, with no alpha on looks that
+  cannot reject (too few pairs for any exact p-value to pass Holm's first threshold).
+- :func:`rejection_chance` — conditional power of a step's test at the remaining looks under
+  an optimistic current trend (the futility rule: only ever used to stop without a culprit).
+- :func:`contrast_interval` — interval for the mean of paired per-rollout contrasts (is the
+  culprit's Δ above another step's?).
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from scipy import stats
+from scipy.special import gammaln
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +133,95 @@ def look_alpha(alpha: float, looks: int) -> float:
     """Per-look significance level that keeps the overall level ``alpha`` whatever look the
     run stops at (Bonferroni alpha spending over a fixed, pre-declared number of looks)."""
     return alpha / max(1, looks)
+
+
+def spending_schedule(alpha: float, looks: Sequence[int], hypotheses: int) -> list[float]:
+    """Alpha spent at each look: an equal split over the looks that can reject, none on the
+    looks that cannot.
+
+    A look at ``u`` rollouts per plan gives a step at most ``u`` pairs, so its exact one-sided
+    McNemar p-value is at least ``2**-u``; Holm's first rejection needs ``p ≤ α_look / m``
+    (``m = hypotheses``). A look with ``2**-u > α_look / m`` can therefore never reject, and
+    alpha put on it is wasted. The schedule depends only on the looks, ``alpha`` and ``m`` (all
+    fixed before any rollout), and its shares sum to ``alpha``, so the union bound over looks
+    holds whatever look the run stops at. When even the last look cannot reject, it gets all
+    the alpha (nothing can be rejected anyway).
+    """
+    count = len(looks)
+    for start in range(count):
+        share = alpha / (count - start)
+        if 0.5 ** looks[start] <= share / max(1, hypotheses):
+            return [0.0] * start + [share] * (count - start)
+    return [0.0] * (count - 1) + [alpha] if count else []
+
+
+def stage_of(pairs_upto: int, looks: Sequence[int]) -> int | None:
+    """The last look whose rollout count is at most ``pairs_upto`` (``None``: before the first):
+    the stage at which a step's pairs (rollout indexes ``< pairs_upto``) were complete."""
+    stage = None
+    for index, upto in enumerate(looks):
+        if upto <= pairs_upto:
+            stage = index
+    return stage
+
+
+def rejection_chance(
+    only_now: int, only_before: int, pairs: int, future: Sequence[tuple[int, float]]
+) -> float:
+    """Conditional power of one step's exact McNemar test under an optimistic current trend.
+
+    The step has ``pairs`` pairs so far, ``only_now`` of them discordant in favour of an effect
+    and ``only_before`` against. Each new pair is taken to be favourable with probability
+    ``(only_now + 1) / (pairs + 2)`` (the trend, with one extra favourable pseudo-pair, so a
+    step with no discordant pair yet is not written off as certainly flat) and unfavourable
+    with probability ``only_before / (pairs + 2)``. ``future`` lists the remaining looks as
+    ``(rollouts, p-value threshold)``; the result is the largest, over those looks, of the
+    probability that the step's p-value reaches the threshold there. Used only to stop
+    sampling (futility), never to reject.
+    """
+    favour = (only_now + 1) / (pairs + 2)
+    against = only_before / (pairs + 2)
+    rest = max(0.0, 1.0 - favour - against)
+    best = 0.0
+    for upto, threshold in future:
+        new = upto - pairs
+        if new <= 0 or threshold <= 0:
+            continue
+        i, j = np.meshgrid(np.arange(new + 1), np.arange(new + 1), indexing="ij")
+        keep = i + j <= new
+        i, j = i[keep], j[keep]
+        log_pmf = (
+            gammaln(new + 1)
+            - gammaln(i + 1)
+            - gammaln(j + 1)
+            - gammaln(new - i - j + 1)
+            + _xlogy(i, favour)
+            + _xlogy(j, against)
+            + _xlogy(new - i - j, rest)
+        )
+        b, n = only_now + i, only_now + only_before + i + j
+        p = np.where(n > 0, stats.binom.sf(b - 1, np.maximum(n, 1), 0.5), 1.0)
+        best = max(best, float(np.exp(log_pmf)[p <= threshold].sum()))
+    return min(1.0, best)
+
+
+def _xlogy(k: Any, p: float) -> Any:
+    """``k · log p`` with ``0 · log 0 = 0`` (and ``-inf`` for ``k > 0, p = 0``)."""
+    if p > 0:
+        return k * math.log(p)
+    return np.where(k > 0, -np.inf, 0.0)
+
+
+def contrast_interval(values: Sequence[float], confidence: float, bound: float) -> Interval:
+    """Normal interval for the mean of paired per-rollout contrasts bounded by ``±bound``,
+    with one pseudo-observation at each bound (so a sample with no spread yet does not give a
+    zero-width interval); ``[-bound, bound]`` when empty."""
+    if not values:
+        return Interval(-bound, bound)
+    data = [*values, -bound, bound]
+    n = len(data)
+    mean = sum(data) / n
+    variance = sum((x - mean) ** 2 for x in data) / (n - 1)
+    half = _z(confidence) * math.sqrt(variance / n)
+    mean_observed = sum(values) / len(values)
+    return Interval(max(-bound, mean_observed - half), min(bound, mean_observed + half))
