@@ -21,3 +21,8 @@ class StoreError(OtelcarError):
 
 class TraceNotFound(OtelcarError):
     """No trace (or more than one trace) matches the given id or prefix."""
+
+
+class SourceError(OtelcarError):
+    """A trace source (a ClickHouse server, an embedded chDB path) cannot be reached or read,
+    or is not shaped as expected (a table or column missing)."""
