@@ -18,11 +18,16 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from otelcar import __version__
 from otelcar.cli_options import (
+    TimeParam,
     apply_fail_if,
+    chosen_source,
     config_option,
+    executor_for,
+    executor_options,
     fail_if_option,
     html_option,
     json_option,
+    source_option,
 )
 from otelcar.cli_repair import fix_command, test_command, why_command
 from otelcar.cli_report import aggregate_command, report_command
@@ -144,19 +149,48 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
 
 @cli.command("traces")
 @click.option("--service", help="Only traces of this service.")
-@click.option("--limit", type=int, default=None, help="Only the newest N traces.")
+@click.option("--since", type=TimeParam(), help="Only traces started at or after (ISO 8601, 6h).")
+@click.option("--until", type=TimeParam(), help="Only traces started before (ISO 8601, 30m).")
+@click.option(
+    "--limit",
+    type=int,
+    default=None,
+    help="Only the newest N traces (with --source: default 100).",
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON list (schemas/traces-list.schema.json)."
 )
+@source_option()
+@config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
 @click.pass_context
 def traces_command(
-    ctx: click.Context, service: str | None, limit: int | None, as_json: bool
+    ctx: click.Context,
+    service: str | None,
+    since: int | None,
+    until: int | None,
+    limit: int | None,
+    as_json: bool,
+    config_path: Path | None,
 ) -> None:
-    """List the traces in the store: id, service, start, steps, llm/tool counts, errors,
-    dialect, whether content was captured."""
-    traces = _store(ctx).traces()
-    if service:
-        traces = traces.filter(traces["service"] == service)
+    """List the traces in the store (or in --source): id, service, start, steps, llm/tool
+    counts, errors, dialect, whether content was captured."""
+    from otelcar.project_config import load_source
+
+    settings = chosen_source(ctx, load_source(config_path))
+    if settings is not None:
+        from otelcar.sources import TraceFilter, open_source
+
+        wanted = TraceFilter(service=service, since_ns=since, until_ns=until, limit=limit)
+        with open_source(settings) as source:
+            traces = source.traces(wanted)
+    else:
+        traces = _store(ctx).traces()
+        if service:
+            traces = traces.filter(traces["service"] == service)
+        if since is not None:
+            traces = traces.filter(traces["start_ns"] >= since)
+        if until is not None:
+            traces = traces.filter(traces["start_ns"] < until)
     if limit is not None:
         traces = traces.tail(limit)
     if as_json:
@@ -182,6 +216,8 @@ def traces_command(
     type=click.Choice(["llm", "tool", "agent", "other"]),
     help="Only steps of this kind (repeatable).",
 )
+@source_option()
+@config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
 @click.pass_context
 def show_command(
     ctx: click.Context,
@@ -190,16 +226,15 @@ def show_command(
     parquet_path: Path | None,
     full: bool,
     kinds: tuple[str, ...],
+    config_path: Path | None,
 ) -> None:
     """Show the steps of one trace (TRACE_ID may be a unique prefix)."""
-    store = _store(ctx)
-    full_id = store.resolve(trace_id)
-    steps = store.steps(full_id)
+    from otelcar.project_config import load_source
+
+    _, steps, row = _load_trace(ctx, trace_id, load_source(config_path))
     if kinds:
         steps = steps.filter(steps["kind"].is_in(list(kinds)))
-    summary = trace_view(
-        store.traces().filter(store.traces()["trace_id"] == full_id).row(0, named=True)
-    )
+    summary = trace_view(row)
     if parquet_path is not None:
         steps.write_parquet(parquet_path)
         _console(stderr=True).print(f"wrote {steps.height} steps to {parquet_path}")
@@ -325,14 +360,31 @@ def collect_command(
     run_until_stopped(receiver, _console(), ready_file=ready_file)
 
 
+def _load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str, Any, dict]:
+    """``(full id, steps, trace summary row)`` of one trace, from ``--source`` or the
+    ``configured`` :class:`~otelcar.sources.SourceSettings` when either is set, else from the
+    local store."""
+    settings = chosen_source(ctx, configured)
+    if settings is not None:
+        from otelcar.sources import open_source
+
+        with open_source(settings) as source:
+            loaded = source.load(trace_id)
+        return loaded.trace_id, loaded.steps, loaded.summary
+    store = _store(ctx)
+    full_id = store.resolve(trace_id)
+    traces = store.traces()
+    summary = traces.filter(traces["trace_id"] == full_id).row(0, named=True)
+    return full_id, store.steps(full_id), summary
+
+
 def _run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None) -> tuple:
     from otelcar.project_config import load_config
     from otelcar.replay import load_run
 
-    store = _store(ctx)
-    full_id = store.resolve(trace_id)
-    steps = store.steps(full_id)
-    return load_run(full_id, steps), load_config(config_path), steps
+    config = load_config(config_path)
+    full_id, steps, _ = _load_trace(ctx, trace_id, config.source)
+    return load_run(full_id, steps), config, steps
 
 
 @cli.command("replay")
@@ -345,6 +397,7 @@ def _run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None)
     help="otelcar.toml (default: ./otelcar.toml if present).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the fidelity report as JSON.")
+@source_option()
 @click.pass_context
 def replay_command(
     ctx: click.Context, trace_id: str, config_path: Path | None, as_json: bool
@@ -401,6 +454,8 @@ def replay_command(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write every rollout's steps to this Parquet file.",
 )
+@executor_options()
+@source_option()
 @click.pass_context
 def rollout_command(
     ctx: click.Context,
@@ -413,6 +468,8 @@ def rollout_command(
     seed: int | None,
     as_json: bool,
     parquet_path: Path | None,
+    executor: str | None,
+    ray_address: str | None,
 ) -> None:
     """Run an intervention plan on a trace R times and report how often it fails."""
     from otelcar.replay import Budget, Environment, Plan, Resample, run_plan
@@ -426,14 +483,17 @@ def rollout_command(
     env = Environment(config.registry, Budget(settings.max_calls, settings.max_tokens))
     count = rollouts if rollouts is not None else settings.rollouts
     err = _console(stderr=True)
-    with Progress(
-        TextColumn("rollouts"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with (
+        executor_for(settings, executor, ray_address),
+        Progress(
+            TextColumn("rollouts"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress,
+    ):
         task = progress.add_task("rollouts", total=count)
         result = run_plan(
             run,
@@ -490,8 +550,10 @@ def rollout_command(
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
 @click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
+@executor_options()
 @json_option("attribution.schema.json")
 @html_option()
+@source_option()
 @click.pass_context
 def attribute_command(
     ctx: click.Context,
@@ -507,6 +569,8 @@ def attribute_command(
     budget: int | None,
     seed: int | None,
     credit: bool,
+    executor: str | None,
+    ray_address: str | None,
     json_path: Path | None,
     html_path: Path | None,
 ) -> None:
@@ -524,14 +588,17 @@ def attribute_command(
     apply_fail_if(config, fail_if, required=True)
     settings = config.replay
     err = _console(stderr=True)
-    with Progress(
-        TextColumn("rollouts"),
-        BarColumn(),
-        TextColumn("{task.completed} done"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with (
+        executor_for(settings, executor, ray_address),
+        Progress(
+            TextColumn("rollouts"),
+            BarColumn(),
+            TextColumn("{task.completed} done"),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress,
+    ):
         task = progress.add_task("attribute", total=None)
         sampler = RolloutSampler(then=lambda _: progress.advance(task))
         result = attribute(

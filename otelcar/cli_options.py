@@ -3,11 +3,14 @@ fix, test): one definition each, so their flags and their meaning cannot drift a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
+
+from otelcar.executors import EXECUTORS, Executor
 
 CONFIG_HELP = "otelcar.toml with the policies and the outcome."
 FAIL_IF_HELP = (
@@ -44,6 +47,41 @@ def html_option() -> Callable[..., Any]:
     )
 
 
+def executor_options() -> Callable[..., Any]:
+    """``--executor`` and ``--ray-address`` (where the rollouts run; docs/ray.md)."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        function = click.option(
+            "--ray-address",
+            help="With --executor ray: ray://HOST:PORT, auto (the cluster this machine is "
+            "part of), or omitted to start a local cluster. Default: [replay] ray_address.",
+        )(function)
+        return click.option(
+            "--executor",
+            type=click.Choice(EXECUTORS),
+            help="Where the rollouts run: local (this process) or ray (a Ray cluster). "
+            "Default: [replay] executor, else local.",
+        )(function)
+
+    return decorate
+
+
+@contextmanager
+def executor_for(
+    settings: Any, executor: str | None, ray_address: str | None
+) -> Iterator[Executor]:
+    """The executor of ``--executor``/``--ray-address`` (else of ``[replay]`` in
+    ``settings``) in force for the block; a Ray cluster started for it is shut down after."""
+    from otelcar.executors import executor_scope
+
+    name = executor or settings.executor
+    if ray_address and name != "ray":
+        raise click.UsageError("--ray-address needs --executor ray")
+    address = (ray_address or settings.ray_address) if name == "ray" else None
+    with executor_scope(name, address=address, concurrency=settings.concurrency) as chosen:
+        yield chosen
+
+
 def fail_if_rule(spec: str) -> dict[str, Any]:
     """``tool_called:NAME``, ``tool_not_called:NAME``, ``final_answer:REGEX`` as outcome config."""
     kind, _, value = spec.partition(":")
@@ -68,3 +106,69 @@ def apply_fail_if(config: Any, fail_if: tuple[str, ...], *, required: bool) -> N
         )
     if required and config.outcome is None:
         raise click.UsageError("no outcome: add [outcome] to otelcar.toml or pass --fail-if")
+
+
+SOURCE_HELP = (
+    "Read traces from ClickHouse instead of the local store: clickhouse://USER:PASS@HOST:PORT/DB, "
+    "clickhouses://… (TLS) or chdb://PATH (env OTELCAR_SOURCE; default: [source] url of "
+    "otelcar.toml). See docs/clickhouse.md."
+)
+
+
+def source_option() -> Callable[..., Any]:
+    """``--source URL``. Its value is kept in ``ctx.obj["source"]`` (not passed as a
+    parameter), so every command that loads traces through the shared loader honours it."""
+
+    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value:
+            ctx.ensure_object(dict)["source"] = value
+
+    return click.option(
+        "--source",
+        metavar="URL",
+        envvar="OTELCAR_SOURCE",
+        expose_value=False,
+        callback=remember,
+        help=SOURCE_HELP,
+    )
+
+
+def chosen_source(ctx: click.Context, configured: Any) -> Any:
+    """The :class:`~otelcar.sources.SourceSettings` in force: ``--source`` (with the table
+    names of ``[source]``, when the config has one), else ``configured`` (``[source]``), else
+    ``None`` (the local store)."""
+    from dataclasses import replace
+
+    from otelcar.sources import SourceSettings
+
+    url = (ctx.obj or {}).get("source")
+    if not url:
+        return configured
+    return replace(configured, url=url) if configured is not None else SourceSettings(url)
+
+
+class TimeParam(click.ParamType):
+    """A point in time as Unix nanoseconds: ISO 8601 (``2026-11-29``, ``2026-11-29T10:00Z``;
+    UTC when no offset is given) or an age (``90s``, ``30m``, ``6h``, ``7d``: that long ago)."""
+
+    name = "TIME"
+    UNITS: ClassVar[dict[str, int]] = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        import time
+        from datetime import UTC, datetime, timedelta
+
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        number, unit = text[:-1], text[-1:].lower()
+        if unit in self.UNITS and number.isdigit():
+            return time.time_ns() - int(number) * self.UNITS[unit] * 10**9
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(f"{value!r}: use ISO 8601 (2026-11-29T10:00:00Z) or an age (30m, 6h, 7d)")
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        return (moment - epoch) // timedelta(microseconds=1) * 1000

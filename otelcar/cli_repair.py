@@ -16,7 +16,15 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from otelcar.cli_options import apply_fail_if, config_option, fail_if_option, json_option
+from otelcar.cli_options import (
+    apply_fail_if,
+    config_option,
+    executor_for,
+    executor_options,
+    fail_if_option,
+    json_option,
+    source_option,
+)
 
 if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
     from otelcar.attribution.fix_result import FixResult
@@ -54,6 +62,7 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
             "overrides [outcome]."
         ),
         click.option("--seed", type=int, help="Base seed (default: [replay] seed)."),
+        source_option(),
     ]
     for option in reversed(options):
         function = option(function)
@@ -206,6 +215,7 @@ def render_fix(console: Console, result: FixResult) -> None:
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--max-tests", type=int, help="Declared number of tests (default: 3 × pieces + 20).")
 @click.option("--full", is_flag=True, help="Narrow every confirmed piece, not just the first.")
+@executor_options()
 @json_option("why.schema.json")
 @click.pass_context
 def why_command(
@@ -222,6 +232,8 @@ def why_command(
     budget: int | None,
     max_tests: int | None,
     full: bool,
+    executor: str | None,
+    ray_address: str | None,
     json_path: Path | None,
 ) -> None:
     """Which text in the context of a decision made the agent take it.
@@ -237,7 +249,7 @@ def why_command(
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
-    with _progress("why") as progress:
+    with executor_for(settings, executor, ray_address), _progress("why") as progress:
         task = progress.add_task("why", total=None)
         result = why(
             run,
@@ -284,12 +296,19 @@ def why_command(
 )
 @click.option("--use", "use_fix", help="The candidate to write the test with (default: best).")
 @click.option(
+    "--why-json",
+    "why_json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the `why` result the fixes were built from (schemas/why.schema.json).",
+)
+@click.option(
     "--test-max-rate",
     type=float,
     default=0.2,
     show_default=True,
     help="The bound the written test asserts.",
 )
+@executor_options()
 @json_option("fix.schema.json")
 @click.pass_context
 def fix_command(
@@ -308,7 +327,10 @@ def fix_command(
     budget: int | None,
     test_path: Path | None,
     use_fix: str | None,
+    why_json_path: Path | None,
     test_max_rate: float,
+    executor: str | None,
+    ray_address: str | None,
     json_path: Path | None,
 ) -> None:
     """Candidate fixes for a decision, validated on its exact failed context.
@@ -326,7 +348,7 @@ def fix_command(
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
     base_seed = seed if seed is not None else settings.seed
-    with _progress("why + fix") as progress:
+    with executor_for(settings, executor, ray_address), _progress("why + fix") as progress:
         task = progress.add_task("fix", total=None)
         result = fix(
             run,
@@ -347,6 +369,8 @@ def fix_command(
             on_sample=lambda _: progress.advance(task),
         )
     quiet = _write_json(result.to_dict(), json_path)
+    if why_json_path is not None and result.why is not None:
+        quiet = _write_json(result.why.to_dict(), why_json_path) or quiet
     if not quiet:
         render_fix(_console(), result)
     if test_path is not None:

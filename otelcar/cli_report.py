@@ -17,6 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from otelcar.cli_options import (
     apply_fail_if,
     config_option,
+    executor_for,
+    executor_options,
     fail_if_option,
     html_option,
     json_option,
@@ -141,6 +143,7 @@ def report_command(
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.option("--budget", type=int, help="Most policy calls to spend on each trace.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@executor_options()
 @json_option("aggregate.schema.json")
 @html_option()
 @click.pass_context
@@ -157,6 +160,8 @@ def aggregate_command(
     confidence: float,
     budget: int | None,
     seed: int | None,
+    executor: str | None,
+    ray_address: str | None,
     json_path: Path | None,
     html_path: Path | None,
 ) -> None:
@@ -194,15 +199,18 @@ def aggregate_command(
     settings = config.replay
     err = _console(stderr=True)
     log = Console(stderr=True, highlight=False) if not err.is_terminal else err
-    with Progress(
-        TextColumn("attributing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("traces"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with (
+        executor_for(settings, executor, ray_address),
+        Progress(
+            TextColumn("attributing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("traces"),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress,
+    ):
         task = progress.add_task("aggregate", total=len(ids))
 
         def on_trace(verdict: Any) -> None:

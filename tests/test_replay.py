@@ -342,3 +342,39 @@ def test_repeated_messages_are_matched_to_decisions_in_order():
     run = load_run(TRACE, steps)
     refs = [i.decision for i in run.decisions[2].template if isinstance(i, ActionRef)]
     assert refs == [0, 1]
+
+
+def test_identical_requests_in_flight_are_made_once_and_a_failure_is_not_shared():
+    import asyncio
+    import dataclasses
+
+    from otelcar.policies.base import DecisionRequest, PolicyError
+
+    made: list[int] = []
+    outcomes = iter([PolicyError("server down"), None])
+
+    async def slow(request: DecisionRequest) -> Message:
+        made.append(request.seed)
+        await asyncio.sleep(0.01)
+        failure = next(outcomes, None) if request.seed == 3 else None
+        if failure is not None:
+            raise failure
+        return Message("assistant", f"seed {request.seed}")
+
+    policy = CallableLLMPolicy(slow, name="slow")
+    env = Environment(PolicyRegistry())
+    request = DecisionRequest((Message("user", "hi"),), None, {}, None, seed=1, step=0)
+
+    async def at_once(*requests: DecisionRequest) -> list:
+        calls = (env.decide(policy, r) for r in requests)
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    other = dataclasses.replace(request, seed=2)
+    results = asyncio.run(at_once(request, request, other))
+    assert made == [1, 2] and [cached for _, cached in results] == [False, True, False]
+    assert results[0][0] == results[1][0]
+    assert (env.accounting.llm_calls, env.accounting.cache_hits, env.budget.calls) == (2, 1, 2)
+    flaky = dataclasses.replace(request, seed=3)
+    first, second = asyncio.run(at_once(flaky, flaky))
+    assert isinstance(first, PolicyError) and second[1] is False  # the waiter called itself
+    assert made == [1, 2, 3, 3]

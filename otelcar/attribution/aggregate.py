@@ -42,6 +42,7 @@ from scipy import stats
 from otelcar.attribution.api import attribute_async
 from otelcar.attribution.stats import holm, wilson
 from otelcar.errors import OtelcarError
+from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
 
@@ -138,6 +139,37 @@ def trace_verdict(result: Mapping[str, Any], steps: pl.DataFrame) -> TraceVerdic
     )
 
 
+async def attribute_trace(
+    trace_id: str,
+    steps: pl.DataFrame,
+    registry: PolicyRegistry,
+    outcome: Outcome,
+    budget: tuple[int | None, int | None],
+    options: dict[str, Any],
+) -> TraceVerdict:
+    """The verdict on one trace: ``passed`` when its recording does not fail under
+    ``outcome`` (no policy call spent), ``skipped`` with the reason when it cannot be
+    attributed, else attributed with a fresh ``Budget(*budget)``. A module-level coroutine
+    function, so that an executor can run it on a worker."""
+    from otelcar.replay.harness import Budget
+    from otelcar.replay.recorded import load_run
+
+    try:
+        failed = await outcome.failed(steps)
+    except Exception as exc:
+        return TraceVerdict(trace_id, "skipped", reason=f"outcome: {exc}")
+    if not failed:
+        return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
+    try:
+        run = load_run(trace_id, steps)
+        result = await attribute_async(
+            run, registry=registry, outcome=outcome, budget=Budget(*budget), **options
+        )
+    except OtelcarError as exc:
+        return TraceVerdict(trace_id, "skipped", reason=str(exc))
+    return trace_verdict(result.to_dict(), steps)
+
+
 async def attribute_traces_async(
     traces: Iterable[tuple[str, pl.DataFrame]],
     *,
@@ -146,49 +178,58 @@ async def attribute_traces_async(
     on_trace: Callable[[TraceVerdict], None] | None = None,
     max_calls: int | None = None,
     max_tokens: int | None = None,
+    executor: Executor | None = None,
+    trace_tasks: bool | None = None,
     **options: Any,
 ) -> list[TraceVerdict]:
-    """Attribute every failing trace of ``traces`` (``(trace_id, steps)`` pairs), one after
-    the other. A trace whose recording does not fail under ``outcome`` is ``passed`` (no
-    policy call spent); one that cannot be attributed (not reproducible, no decision) is
-    ``skipped`` with the reason. ``max_calls``/``max_tokens``: a budget per trace.
-    ``options`` go to :func:`attribute_async`."""
-    from otelcar.replay.harness import Budget
-    from otelcar.replay.recorded import load_run
+    """Attribute every failing trace of ``traces`` (``(trace_id, steps)`` pairs) with
+    :func:`attribute_trace`; the verdicts come back in the order of ``traces``, ``on_trace``
+    is called as each is done. ``max_calls``/``max_tokens``: a budget per trace.
+    ``options`` go to :func:`attribute_async`.
 
-    out: list[TraceVerdict] = []
-    for trace_id, steps in traces:
+    ``executor`` (default: :func:`otelcar.executors.current_executor`) runs the rollouts, and
+    its ``trace_concurrency`` traces are attributed at once (one at a time locally; enough to
+    keep a Ray cluster busy); the traces are read from ``traces`` only as they are started.
+    ``trace_tasks`` (default: the executor's ``trace_tasks``): send each whole attribution to
+    the executor as one task (its rollouts then run where it runs, and ``options`` must be
+    picklable) instead of sending the rollouts one by one (``docs/ray.md``)."""
+    executor = executor or current_executor()
+    if trace_tasks is None:
+        trace_tasks = executor.trace_tasks
+    budget = (max_calls, max_tokens)
+    slots = asyncio.Semaphore(max(1, executor.trace_concurrency))
+
+    async def one(trace_id: str, steps: pl.DataFrame) -> TraceVerdict:
         try:
-            failed = await outcome.failed(steps)
-        except Exception as exc:
-            verdict = TraceVerdict(trace_id, "skipped", reason=f"outcome: {exc}")
-        else:
-            if not failed:
-                verdict = TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
+            if trace_tasks:
+                verdict = await executor.call(
+                    attribute_trace, trace_id, steps, registry, outcome, budget, options
+                )
             else:
-                try:
-                    run = load_run(trace_id, steps)
-                    result = await attribute_async(
-                        run,
-                        registry=registry,
-                        outcome=outcome,
-                        budget=Budget(max_calls, max_tokens),
-                        **options,
-                    )
-                    verdict = trace_verdict(result.to_dict(), steps)
-                except OtelcarError as exc:
-                    verdict = TraceVerdict(trace_id, "skipped", reason=str(exc))
-        out.append(verdict)
+                verdict = await attribute_trace(trace_id, steps, registry, outcome, budget, options)
+        except WorkerLost as exc:  # reported, not dropped
+            verdict = TraceVerdict(trace_id, "skipped", reason=str(exc))
+        finally:
+            slots.release()
         if on_trace is not None:
             on_trace(verdict)
-    return out
+        return verdict
+
+    tasks: list[asyncio.Task[TraceVerdict]] = []
+    with use_executor(executor):
+        for trace_id, steps in traces:
+            await slots.acquire()
+            tasks.append(asyncio.create_task(one(trace_id, steps)))
+        return list(await asyncio.gather(*tasks))
 
 
 def attribute_traces(
     traces: Iterable[tuple[str, pl.DataFrame]], **options: Any
 ) -> list[TraceVerdict]:
     """Synchronous :func:`attribute_traces_async`."""
-    return asyncio.run(attribute_traces_async(traces, **options))
+    from otelcar.replay.engine import run_sync
+
+    return run_sync(attribute_traces_async(traces, **options))
 
 
 # -- across traces ----------------------------------------------------------------------------

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otelcar.attribution.stats import Interval, newcombe_paired, newcombe_unpaired, wilson
+
+if TYPE_CHECKING:
+    from otelcar.attribution.why_result import WhyResult
 
 FIX_VERSION = 1
 FIX_KINDS = ("untrusted", "guard", "both", "source", "forced")
@@ -170,6 +173,9 @@ class FixResult:
     cost: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     confidence: float = 0.95
+    # The explanation the fixes were built from (not part of the fix JSON: `why --json` and
+    # `fix --why-json` write it in its own schema).
+    why: WhyResult | None = field(default=None, repr=False, compare=False)
 
     def candidate(self, name: str) -> FixCandidate:
         for candidate in self.candidates:

@@ -411,6 +411,7 @@ async def fix_async(
         cost=cost,
         notes=notes,
         confidence=confidence,
+        why=why,
     )
 
 

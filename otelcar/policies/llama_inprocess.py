@@ -30,6 +30,17 @@ class LlamaCppPolicy(OpenAICompatiblePolicy):
         self._llama: Any = None
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (for Ray workers): each process loads its own model on first use."""
+        state = super().__getstate__()
+        state["_llama"] = None
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _load(self) -> Any:
         if self._llama is None:
             from otelcar.model import load_llama

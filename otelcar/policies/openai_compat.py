@@ -131,6 +131,12 @@ class OpenAICompatiblePolicy:
         self._client_loop: Any = None
         self._warned_zero = False
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (for Ray workers): the client is not sent; each process makes its own."""
+        state = self.__dict__.copy()
+        state["_client"] = state["_client_loop"] = None
+        return state
+
     def _get_client(self) -> Any:
         loop = asyncio.get_running_loop()
         if self._client is not None and self._client_loop is not loop:

@@ -5,6 +5,10 @@ plans rollout by rollout pairs them (common random numbers). Rollouts run concur
 (``concurrency``), each policy bounded by its own ``max_concurrency``; a request cache keyed by
 (policy, request, seed) serves repeats for free; a :class:`~otelcar.replay.harness.Budget`
 stops cleanly with partial results; a failed rollout is counted and reported, never fatal.
+
+Where the rollouts run is the executor's business (:mod:`otelcar.executors`): in this process
+by default, on a Ray cluster with :class:`~otelcar.executors.ray_executor.RayExecutor`; the
+results are the same for the same seeds.
 """
 
 from __future__ import annotations
@@ -13,15 +17,18 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from otelcar.outcome import Outcome
-from otelcar.replay.harness import Environment, Rollout, replay
+from otelcar.replay.harness import Environment, Rollout
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
 from otelcar.replay.rollout_table import ROLLOUT_SCHEMA, rollout_steps
+
+if TYPE_CHECKING:
+    from otelcar.executors import Executor
 
 
 @dataclass
@@ -79,26 +86,24 @@ async def run_plan_async(
     concurrency: int = 8,
     first_rollout: int = 0,
     on_rollout: Callable[[Rollout], None] | None = None,
+    executor: Executor | None = None,
 ) -> RolloutSet:
-    """Run ``rollouts`` rollouts of ``plan`` (indexes ``first_rollout``…) and judge them."""
+    """Run ``rollouts`` rollouts of ``plan`` (indexes ``first_rollout``…) and judge them, on
+    ``executor`` (default: :func:`otelcar.executors.current_executor`)."""
+    from otelcar.executors import current_executor  # the executors import the replay package
+
     start = time.perf_counter()
     before = env.accounting.to_dict()
-    gate = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(index: int) -> tuple[Rollout, bool | None]:
-        async with gate:
-            result = await replay(run, plan, env, rollout=index, base_seed=seed)
-        failed = None
-        if outcome is not None and result.ok:
-            try:
-                failed = await outcome.failed(rollout_steps(result))
-            except Exception as exc:
-                result.status, result.error = "failed", f"outcome: {exc}"
-        if on_rollout is not None:
-            on_rollout(result)
-        return result, failed
-
-    done = await asyncio.gather(*(one(first_rollout + i) for i in range(rollouts)))
+    done = await (executor or current_executor()).run_rollouts(
+        run,
+        plan,
+        env,
+        indexes=range(first_rollout, first_rollout + rollouts),
+        seed=seed,
+        outcome=outcome,
+        concurrency=concurrency,
+        on_rollout=on_rollout,
+    )
     after = env.accounting.to_dict()
     return RolloutSet(
         plan,

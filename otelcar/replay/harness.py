@@ -97,6 +97,7 @@ class Environment:
     cache: dict[str, Decision] = field(default_factory=dict)
     accounting: Accounting = field(default_factory=Accounting)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    _pending: dict[str, asyncio.Future[Decision | None]] = field(default_factory=dict)
 
     def semaphore(self, name: str, limit: int) -> asyncio.Semaphore:
         if name not in self._semaphores:
@@ -108,17 +109,33 @@ class Environment:
 
         Returns the decision and whether it came from the cache (free). Every re-decision of
         the harness goes through here, and so do single-decision experiments (``otelcar why``),
-        so the same request with the same seed is answered once per environment.
+        so the same request with the same seed is answered once per environment — also when
+        rollouts ask it at the same time: they wait for the call in flight (and make their own
+        if it fails), so what a run spends does not depend on how its rollouts interleave.
         """
         key = request.cache_key(policy.name)
-        cached = self.cache.get(key)
-        if cached is not None:
-            self.accounting.cache_hits += 1
-            return cached, True
-        self.budget.reserve()
-        async with self.semaphore(f"llm:{policy.name}", policy.max_concurrency):
-            decision = await policy.decide(request)
+        while True:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.accounting.cache_hits += 1
+                return cached, True
+            pending = self._pending.get(key)
+            if pending is None:
+                break
+            await asyncio.shield(pending)  # then from the cache, or our own call if it failed
+        future: asyncio.Future[Decision | None] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            self.budget.reserve()
+            async with self.semaphore(f"llm:{policy.name}", policy.max_concurrency):
+                decision = await policy.decide(request)
+        except BaseException:
+            future.set_result(None)  # the waiters try for themselves
+            raise
+        finally:
+            del self._pending[key]
         self.cache[key] = decision
+        future.set_result(decision)
         self.accounting.llm_calls += 1
         self.accounting.input_tokens += decision.input_tokens
         self.accounting.output_tokens += decision.output_tokens
