@@ -533,6 +533,12 @@ def rollout_command(
 @fail_if_option()
 @click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
 @click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Adaptive mode (the default without --rollouts): looks at doubling rollout counts, "
+    "stopping when the culprit is decided or nothing can still become significant.",
+)
+@click.option(
     "--max-rollouts",
     type=int,
     default=64,
@@ -547,6 +553,26 @@ def rollout_command(
     help="Adaptive mode: rollouts per plan at the first look (then doubling).",
 )
 @click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "curve", "bisect"]),
+    default="auto",
+    show_default=True,
+    help="curve: every step's q; bisect: binary search for the largest jump (long traces), "
+    "falling back to the curve when the ends show no rise; auto: bisect above 40 decisions.",
+)
+@click.option(
+    "--shapley",
+    is_flag=True,
+    help="Also Shapley values of the steps with the largest effects (AND/OR failures).",
+)
+@click.option(
+    "--shapley-pairs",
+    type=int,
+    default=4,
+    show_default=True,
+    help="Antithetic permutation pairs for --shapley.",
+)
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
 @click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
@@ -563,9 +589,13 @@ def attribute_command(
     model: str | None,
     fail_if: tuple[str, ...],
     rollouts: int | None,
+    adaptive: bool,
     max_rollouts: int,
     first_look: int,
     confidence: float,
+    mode: str,
+    shapley: bool,
+    shapley_pairs: int,
     budget: int | None,
     seed: int | None,
     credit: bool,
@@ -582,6 +612,8 @@ def attribute_command(
     from otelcar.replay import Budget
     from otelcar.report import RolloutSampler, with_report_sections, write_html
 
+    if adaptive and rollouts is not None:
+        raise click.UsageError("--adaptive and --rollouts exclude each other")
     run, config, steps = _run_and_config(ctx, trace_id, config_path)
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
@@ -616,6 +648,9 @@ def attribute_command(
             concurrency=settings.concurrency,
             credit=credit,
             on_rollout=sampler,
+            mode=mode,
+            shapley=shapley,
+            shapley_pairs=shapley_pairs,
         )
     if json_path is not None or html_path is not None:
         document = with_report_sections(

@@ -176,6 +176,35 @@ def test_cli_attribute_on_an_imported_trace(tmp_path: Path):
     assert step_1["delta"] == 0 and step_1["repeats_recorded_action"]
     missing = runner.invoke(cli, [*store, "attribute", NEW_CONTENT, "-c", str(config)])
     assert missing.exit_code == 2 and "no outcome" in missing.output
+    both = runner.invoke(
+        cli, [*store, "attribute", NEW_CONTENT, "-c", str(config), "--adaptive", "-n", "8"]
+    )
+    assert both.exit_code == 2 and "exclude each other" in both.output
+
+
+def test_cli_attribute_modes_and_shapley(tmp_path: Path):
+    (tmp_path / "agent_policy.py").write_text(POLICY)
+    config = tmp_path / "otelcar.toml"
+    config.write_text(
+        '[policies.llm]\ntype = "python"\nfunction = "agent_policy:decide"\n[replay]\nseed = 4\n'
+    )
+    runner = CliRunner()
+    store = ["--store", str(tmp_path / "store")]
+    runner.invoke(
+        cli, [*store, "import", str(OTLP / "new_content.traces.jsonl")], catch_exceptions=False
+    )
+    base = [*store, "attribute", NEW_CONTENT[:8], "-c", str(config)]
+    base += ["--fail-if", "tool_called:issue_refund", "--json", "-"]
+    shapley = runner.invoke(
+        cli, [*base, "--adaptive", "--shapley", "--shapley-pairs", "2"], catch_exceptions=False
+    )
+    assert shapley.exit_code == 0, shapley.output
+    data = json.loads(shapley.output)
+    assert data["mode"] == "adaptive" and data["culprit"] == 4
+    assert data["shapley"]["values"] and data["shapley"]["permutations"] == 4
+    bisect = runner.invoke(cli, [*base, "--mode", "bisect", "-n", "16"], catch_exceptions=False)
+    assert bisect.exit_code == 0, bisect.output
+    assert json.loads(bisect.output)["mode"] == "bisect"
 
 
 def test_bisection_on_a_long_trace_uses_log_n_plans():
