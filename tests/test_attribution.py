@@ -140,7 +140,9 @@ def decide(request):
 """
 
 
-def test_cli_attribute_on_an_imported_trace(tmp_path: Path):
+def imported_trace_with_policy(tmp_path: Path) -> tuple[CliRunner, list[str], Path]:
+    """A store with the new-content fixture imported and an otelcar.toml whose 'llm' policy
+    is :data:`POLICY` (also used by other test modules)."""
     (tmp_path / "agent_policy.py").write_text(POLICY)
     config = tmp_path / "otelcar.toml"
     config.write_text(
@@ -151,6 +153,11 @@ def test_cli_attribute_on_an_imported_trace(tmp_path: Path):
     runner.invoke(
         cli, [*store, "import", str(OTLP / "new_content.traces.jsonl")], catch_exceptions=False
     )
+    return runner, store, config
+
+
+def test_cli_attribute_on_an_imported_trace(tmp_path: Path):
+    runner, store, config = imported_trace_with_policy(tmp_path)
     result = runner.invoke(
         cli,
         [
@@ -183,16 +190,7 @@ def test_cli_attribute_on_an_imported_trace(tmp_path: Path):
 
 
 def test_cli_attribute_modes_and_shapley(tmp_path: Path):
-    (tmp_path / "agent_policy.py").write_text(POLICY)
-    config = tmp_path / "otelcar.toml"
-    config.write_text(
-        '[policies.llm]\ntype = "python"\nfunction = "agent_policy:decide"\n[replay]\nseed = 4\n'
-    )
-    runner = CliRunner()
-    store = ["--store", str(tmp_path / "store")]
-    runner.invoke(
-        cli, [*store, "import", str(OTLP / "new_content.traces.jsonl")], catch_exceptions=False
-    )
+    runner, store, config = imported_trace_with_policy(tmp_path)
     base = [*store, "attribute", NEW_CONTENT[:8], "-c", str(config)]
     base += ["--fail-if", "tool_called:issue_refund", "--json", "-"]
     shapley = runner.invoke(

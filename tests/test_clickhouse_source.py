@@ -32,6 +32,7 @@ from otelcar.sources.exporter_rows import restore_body, restore_value
 from otelcar.trajectory import build_traces
 from tests.clickhouse_exporter import as_string, create_tables, insert_frames
 from tests.conftest import LEGACY_CONTENT, NEW_CONTENT, OTLP
+from tests.test_attribution import POLICY
 
 clickhouse_connect = pytest.importorskip(
     "clickhouse_connect", reason="install the clickhouse extra: pip install -e '.[dev]'"
@@ -379,25 +380,6 @@ def test_source_section_of_the_config():
 
 def _validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads((ROOT / "schemas" / name).read_text()))
-
-
-POLICY = """
-import random
-from otelcar.messages import Message, ToolCall
-
-def decide(request):
-    tools = [m for m in request.messages if m.role == "tool"]
-    if not tools:
-        return Message("assistant", None, (
-            ToolCall("lookup_order", {"order_id": "A-1001"}, "c1"),
-            ToolCall("get_refund_policy", {"category": "electronics"}, "c2")))
-    if len(tools) == 2:
-        if random.Random(request.seed).random() < 0.1:
-            return Message("assistant", None, (
-                ToolCall("issue_refund", {"order_id": "A-1001", "amount": 129.99}, "c3"),))
-        return Message("assistant", "This needs a manager's approval.")
-    return Message("assistant", "Done.")
-"""
 
 
 def test_cli_traces_show_and_attribute_from_clickhouse(engine: Engine, tmp_path: Path):
