@@ -231,6 +231,44 @@ def test_in_process_llama_uses_the_same_format(local_model_path):
 
 
 @pytest.mark.slow
+def test_prefix_reuse_keeps_outputs_identical_to_a_fresh_evaluation(local_model_path):
+    """Requests that share a long prefix reuse its cache in whole batches, and each output is
+    still exactly what a fresh evaluation of the same prompt gives (tool calls and logprobs)."""
+    from otelcar.model import load_llama
+    from otelcar.model.chat_format import keep_aligned_prefix
+
+    llama = load_llama(local_model_path, n_ctx=1024)
+    long_system = {"role": "system", "content": "You help customers of a shop. " * 30}
+    requests = [
+        [long_system, *ASK],
+        [long_system, *ASK, CALLED, RESULT],
+        [long_system, ASK[1]],
+        [long_system, *ASK, CALLED, {**RESULT, "content": "A123: lost in transit."}],
+    ]
+
+    def decide(messages, seed):
+        response = llama.create_chat_completion(
+            messages=messages, tools=TOOLS, max_tokens=48, temperature=1.0, seed=seed,
+            logprobs=True,
+        )  # fmt: skip
+        choice = response["choices"][0]
+        return json.dumps(choice["message"], sort_keys=True), choice.get("logprobs")
+
+    try:
+        reused = [decide(m, seed) for seed in (3, 4) for m in requests]
+        kept = keep_aligned_prefix(llama, llama.tokenize(b"<bos>unrelated", special=True))
+        fresh = []
+        for seed in (3, 4):
+            for messages in requests:
+                llama.reset()
+                fresh.append(decide(messages, seed))
+    finally:
+        llama.close()
+    assert kept == 0  # nothing in common: the cache is dropped
+    assert reused == fresh
+
+
+@pytest.mark.slow
 def test_server_stops_and_leaves_no_process(local_model_path, tmp_path):
     server = ModelServer(local_model_path, log_path=tmp_path / "server.log")
     with server:

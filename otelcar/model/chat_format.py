@@ -175,11 +175,9 @@ def chat_handler(
             tool_choice = {"type": "function", "function": {"name": function_call.get("name")}}
         elif function_call is not None:
             tool_choice = function_call
-    # Evaluate the whole prompt every time: reusing the KV cache of the previous request's
-    # common prefix changes the logits slightly, and with them the sampled tokens, so the
-    # output would depend on the request before (measured; docs/local-model.md).
-    llama.reset()
     if not tools or tool_choice == "none":
+        # Evaluate the whole prompt: the plain formatter tokenizes it itself.
+        llama.reset()
         return _plain_handler()(
             llama=llama, messages=messages, stream=stream, stop=stop, seed=seed, grammar=grammar,
             **kwargs,
@@ -189,8 +187,10 @@ def chat_handler(
     schema = decision_schema(tools, tool_choice)
     prompt = render_prompt(messages, tools, auto=tool_choice in (None, "auto"))
     stops = [stop] if isinstance(stop, str) else list(stop or [])
+    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    keep_aligned_prefix(llama, tokens)
     completion = llama.create_completion(
-        prompt=llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True),
+        prompt=tokens,
         stop=[*stops, END],
         seed=seed,
         grammar=llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False),
@@ -211,6 +211,33 @@ def chat_handler(
         "usage": completion["usage"],
     }
     return _as_chunks(response) if stream else response
+
+
+def keep_aligned_prefix(llama: Any, tokens: Sequence[int]) -> int:
+    """Keep the part of the KV cache that the new prompt shares with the previous one, cut
+    down to a multiple of ``llama.n_batch`` tokens (nothing when that is 0); returns it.
+
+    llama.cpp evaluates a prompt in batches of ``n_batch`` tokens from where the cache ends,
+    and a batch's numbers depend on where it starts. Reusing an arbitrary common prefix
+    therefore changes the logits in the last bits (and, now and then, a sampled token), so
+    the output would depend on the request before. Cut at a multiple of ``n_batch``, the
+    remaining batches start exactly where a fresh evaluation's would, on identical cache
+    contents: the output stays a function of (prompt, options, seed) while the shared
+    prefix (system prompt, tools, earlier turns) is evaluated once
+    (``tests/test_local_model.py`` checks both).
+    """
+    unit = max(1, int(llama.n_batch))
+    common = 0
+    for cached, new in zip(llama._input_ids, tokens[:-1], strict=False):
+        if cached != new:
+            break
+        common += 1
+    keep = common // unit * unit
+    if keep == 0:
+        llama.reset()
+    else:
+        llama.n_tokens = keep
+    return keep
 
 
 def _as_chunks(response: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -15,7 +15,13 @@ from typing import Any
 from otelcar.model.chat_format import register
 from otelcar.model.errors import INSTALL_HINT, ModelNotInstalled
 from otelcar.model.prepare import prepare_model
-from otelcar.model.server import DEFAULT_CHAT_FORMAT, DEFAULT_N_CTX, DEFAULT_SEED, default_threads
+from otelcar.model.server import (
+    DEFAULT_CHAT_FORMAT,
+    DEFAULT_N_BATCH,
+    DEFAULT_N_CTX,
+    DEFAULT_SEED,
+    default_threads,
+)
 
 
 def load_llama(
@@ -40,6 +46,7 @@ def load_llama(
     register()
     path = prepare_model() if model_path is None else Path(model_path)
     threads = n_threads or default_threads()
+    kwargs.setdefault("n_batch", DEFAULT_N_BATCH)
     return llama_cpp.Llama(
         model_path=str(path),
         chat_format=chat_format,
