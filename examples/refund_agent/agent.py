@@ -13,20 +13,24 @@ Run one episode::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
-from examples.refund_agent.tools import CORRECT_AMOUNT, TOOL_FUNCTIONS, TOOLS
+from examples.refund_agent.tools import CUSTOMER_ORDER, TOOL_FUNCTIONS, TOOLS
 
 SYSTEM_PROMPT = (
     "You are a customer support agent for an online shop. To handle a refund request, first "
     "look up the order with lookup_order, then issue the refund with issue_refund for the "
-    "order's amount, then confirm to the customer in one sentence."
+    "customer's order, then confirm to the customer in one sentence."
 )
 USER_PROMPT = "Hi, I'd like a refund for order A-1001, the headphones arrived broken."
-MAX_DECISIONS = 5
+# The triage agent always starts by looking the order up (a forced tool call, as agent
+# frameworks do for a first retrieval step); the refunds agent then decides freely, once.
+TRIAGE_TOOL_CHOICE = {"type": "function", "function": {"name": "lookup_order"}}
+REFUND_DECISIONS = 1
 
 
 @dataclass
@@ -37,8 +41,8 @@ class Episode:
 
     @property
     def failed(self) -> bool:
-        """The outcome: a refund of any amount other than the order's."""
-        return any(abs(float(r.get("amount", 0)) - CORRECT_AMOUNT) > 1e-9 for r in self.refunds)
+        """The outcome: a refund of any order but the customer's own."""
+        return any(r.get("order_id") != CUSTOMER_ORDER for r in self.refunds)
 
 
 _TELEMETRY: tuple[Any, Any, Any] | None = None
@@ -76,9 +80,16 @@ def _telemetry(service_name: str) -> tuple[Any, Any, Any]:
 
 
 def run_episode(
-    client: Any, model: str, *, seed: int, temperature: float = 0.9, handler: Any = None
+    client: Any, model: str, *, seed: int, temperature: float = 0.7, handler: Any = None
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """The agent loop; returns the refunds it issued and its final answer."""
+    """The agents' loop; returns the refunds issued and the final answer.
+
+    Two agents share one conversation: ``triage`` looks the order up (one forced tool call),
+    then ``refunds`` takes up to :data:`REFUND_DECISIONS` decisions with ``tool_choice=auto``;
+    when its last decision was a tool call, the reply to the customer is that tool's result
+    (a template, no model call). Each model call gets ``seed * 100 + decision`` so an episode
+    is reproducible.
+    """
     from examples.refund_agent import tools
 
     tools.REFUNDS.clear()
@@ -86,37 +97,51 @@ def run_episode(
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": USER_PROMPT},
     ]
-    for decision in range(MAX_DECISIONS):
-        response = client.chat.completions.create(
-            model=model,
-            messages=messages,
-            tools=TOOLS,
-            temperature=temperature,
-            seed=seed * 100 + decision,
-            max_tokens=128,
-        )
-        message = response.choices[0].message
-        if not message.tool_calls:
-            return list(tools.REFUNDS), message.content
-        messages.append(
+    phases = [("triage", TRIAGE_TOOL_CHOICE, 1), ("refunds", "auto", REFUND_DECISIONS)]
+    decision = 0
+    for agent_name, tool_choice, count in phases:
+        with _agent(handler, agent_name):
+            for _ in range(count):
+                response = client.chat.completions.create(
+                    model=model,
+                    messages=messages,
+                    tools=TOOLS,
+                    tool_choice=tool_choice,
+                    temperature=temperature,
+                    seed=seed * 100 + decision,
+                    max_tokens=64,
+                )
+                decision += 1
+                message = response.choices[0].message
+                if not message.tool_calls:
+                    return list(tools.REFUNDS), message.content
+                messages.append(_assistant_message(message))
+                for call in message.tool_calls:
+                    result = _execute(call, handler)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return list(tools.REFUNDS), messages[-1]["content"]
+
+
+def _agent(handler: Any, name: str) -> Any:
+    """An ``invoke_agent`` span for one agent's turn (nothing without a handler)."""
+    if handler is None:
+        return contextlib.nullcontext()
+    return handler.invoke_local_agent(agent_name=name)
+
+
+def _assistant_message(message: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": message.content or "",
+        "tool_calls": [
             {
-                "role": "assistant",
-                "content": message.content or "",
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.function.name, "arguments": c.function.arguments},
-                    }
-                    for c in message.tool_calls
-                ],
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.function.name, "arguments": c.function.arguments},
             }
-        )
-        for call in message.tool_calls:
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": _execute(call, handler)}
-            )
-    return list(tools.REFUNDS), None
+            for c in message.tool_calls
+        ],
+    }
 
 
 def _execute(call: Any, handler: Any) -> str:
@@ -158,7 +183,7 @@ def traced_episode(
     try:
         handler = TelemetryHandler(tracer_provider=tracer_provider, logger_provider=logger_provider)
         client = openai.OpenAI(base_url=base_url, api_key="local", max_retries=2, timeout=300)
-        with handler.invoke_local_agent(agent_name="refund_agent") as agent:
+        with handler.invoke_local_agent(agent_name="support") as agent:
             agent.attributes["gen_ai.provider.name"] = "llama.cpp"
             trace_id = format(trace.get_current_span().get_span_context().trace_id, "032x")
             refunds, answer = run_episode(client, model, seed=seed, handler=handler)

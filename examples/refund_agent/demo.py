@@ -3,8 +3,10 @@
 1. prepare the local model (assembled once into the otelcar data directory);
 2. start the model server and ``otelcar collect`` on 127.0.0.1 (free ports);
 3. run the refund agent with seeds 1, 2, … until a run fails (at most ``--max-runs``);
-4. ``otelcar replay`` (fidelity) and ``otelcar attribute`` on the failing trace;
-5. stop everything it started, and print where the results are.
+4. ``otelcar replay`` (fidelity), ``otelcar attribute``, then ``otelcar why`` and
+   ``otelcar fix`` on the culprit step of the failing trace, with ``otelcar.toml``;
+5. write the HTML report (``otelcar report --html``), stop everything it started, and print
+   where the results are.
 """
 
 from __future__ import annotations
@@ -71,11 +73,54 @@ def _wait_for_trace(store: Path, trace_id: str, timeout_s: float = 60) -> None:
     raise SystemExit(f"trace {trace_id} did not reach the store")
 
 
+def _attribute_why_fix(
+    store: Path, trace_id: str, out: Path, args: argparse.Namespace, env: dict[str, str]
+) -> int:
+    """attribute, then why + fix on the culprit, then the HTML report; 0 when all of it ran."""
+    config = str(HERE / "otelcar.toml")
+    seed = ["--seed", str(args.seed)]
+    attribution = out / "attribution.json"
+    if args.rollouts:
+        budget = ["--rollouts", str(args.rollouts)]
+    else:
+        budget = ["--max-rollouts", str(args.max_rollouts)]
+    code = _otelcar(
+        store, "attribute", trace_id, "-c", config, *budget, *seed, "--json", str(attribution),
+        env=env,
+    )  # fmt: skip
+    if code != 0 or not attribution.exists():
+        print("attribution did not finish; see above", flush=True)
+        return code or 1
+    culprit = json.loads(attribution.read_text()).get("culprit")
+    results = [str(attribution)]
+    if culprit is None:
+        print("no culprit step at this budget: why/fix skipped", flush=True)
+    else:
+        # The same decision = the same tool with the same arguments (the wrong order id).
+        common = ["--step", str(culprit), "-c", config, "--same", "tool+args", *seed]
+        common += ["--samples", str(args.samples)]
+        # `fix` runs `why` first and writes both results.
+        why, fix = out / "why.json", out / "fix.json"
+        fix_args = ["--json", str(fix), "--why-json", str(why)]
+        if _otelcar(store, "fix", trace_id, *common, *fix_args, env=env) == 0:
+            results += [str(why), str(fix)]
+    html = out / "report.html"
+    _otelcar(store, "report", *results, "--html", str(html))
+    print(f"\nresults in {out}: {', '.join(Path(r).name for r in results)}", flush=True)
+    print(f"HTML report: {html}", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "demo-output")
     parser.add_argument("--max-runs", type=int, default=8)
-    parser.add_argument("--rollouts", type=int, default=4, help="rollouts per plan")
+    parser.add_argument("--rollouts", type=int, help="fixed rollouts per plan (default: adaptive)")
+    parser.add_argument(
+        "--max-rollouts", type=int, default=32, help="adaptive mode: most rollouts per plan"
+    )
+    parser.add_argument("--samples", type=int, default=10, help="re-decisions per why/fix arm")
+    parser.add_argument("--seed", type=int, default=0, help="base seed of the replay")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from otelcar.model.prepare import prepare_model
@@ -111,24 +156,9 @@ def main() -> int:
                 return 1
             _wait_for_trace(store, failing.trace_id)
             env = {**os.environ, "OPENAI_BASE_URL": server.base_url}
-            config = str(HERE / "otelcar.toml")
             _otelcar(store, "show", failing.trace_id)
-            _otelcar(store, "replay", failing.trace_id, "-c", config, env=env)
-            result = out / "attribution.json"
-            code = _otelcar(
-                store,
-                "attribute",
-                failing.trace_id,
-                "-c",
-                config,
-                "--rollouts",
-                str(args.rollouts),
-                "--json",
-                str(result),
-                env=env,
-            )
-            print(f"\nresults in {out} (attribution: {result})", flush=True)
-            return code
+            _otelcar(store, "replay", failing.trace_id, "-c", str(HERE / "otelcar.toml"), env=env)
+            return _attribute_why_fix(store, failing.trace_id, out, args, env)
     finally:
         collector.send_signal(signal.SIGTERM)
         collector.wait(120)
