@@ -58,6 +58,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otelcar import Store
+from otelcar.receiver.child import CollectorStartError, start_collect
 from otelcar.receiver.intake import accept
 
 GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -376,22 +377,14 @@ class ReceiverProcess:
         return self.proc.pid
 
     def start(self, timeout_s: float = 60.0) -> None:
-        argv = [sys.executable, "-m", "otelcar.cli", "--store", str(self.store), "collect"]
-        argv += ["--grpc-port", "0", "--http-port", "0", "--ready-file", str(self.ready_file)]
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"receiver exited early:\n{self.log()}")
             try:
-                ports = json.loads(self.ready_file.read_text())
-                self.grpc_port, self.http_port = ports["grpc_port"], ports["http_port"]
-                break
-            except (OSError, ValueError, KeyError):
-                time.sleep(0.05)
-        else:
-            raise RuntimeError(f"receiver not ready after {timeout_s} s:\n{self.log()}")
+                self.proc, ports = start_collect(
+                    self.store, self.ready_file, stdout=log, timeout_s=timeout_s
+                )
+            except CollectorStartError as exc:
+                raise RuntimeError(f"{exc}:\n{self.log()}") from None
+        self.grpc_port, self.http_port = ports["grpc_port"], ports["http_port"]
         self._sampler = threading.Thread(target=self._sample_hwm, daemon=True)
         self._sampler.start()
 

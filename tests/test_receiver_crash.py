@@ -10,15 +10,16 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otelcar import Store
+from otelcar.receiver.child import CollectorStartError, start_collect
 
 SPANS_PER_BATCH = 20
 
@@ -44,31 +45,7 @@ def _batch(rng: random.Random, index: int) -> tuple[bytes, str, list[str]]:
 
 
 def _start(store: Path, ready: Path) -> subprocess.Popen:
-    ready.unlink(missing_ok=True)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "otelcar.cli",
-            "--store",
-            str(store),
-            "collect",
-            "--grpc-port",
-            "0",
-            "--http-port",
-            "0",
-            "--ready-file",
-            str(ready),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while not ready.exists() or not ready.read_text():
-        assert process.poll() is None, process.stdout.read()
-        assert time.monotonic() < deadline, "receiver did not start"
-        time.sleep(0.05)
+    process, _ = start_collect(store, ready, stdout=subprocess.PIPE, text=True, timeout_s=30)
     return process
 
 
@@ -150,3 +127,11 @@ def test_sigterm_drains_and_exits_cleanly(tmp_path: Path):
     assert process.returncode == 0, output
     assert "stopped;" in output
     _check_all_acknowledged_are_stored(store, acked)
+
+
+def test_a_collector_that_cannot_start_is_a_clear_error(tmp_path: Path):
+    not_a_store = tmp_path / "file"
+    not_a_store.write_text("not a directory")
+    with pytest.raises(CollectorStartError, match="exited with status") as caught:
+        start_collect(not_a_store, tmp_path / "ready.json", stdout=subprocess.PIPE)
+    assert "file" in str(caught.value)

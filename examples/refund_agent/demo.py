@@ -30,35 +30,6 @@ def _otelcar(store: Path, *args: str, env: dict[str, str] | None = None) -> int:
     return subprocess.call(command, env=env, cwd=ROOT)
 
 
-def _start_collector(store: Path, ready: Path) -> subprocess.Popen[bytes]:
-    ready.unlink(missing_ok=True)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "otelcar.cli",
-            "--store",
-            str(store),
-            "collect",
-            "--grpc-port",
-            "0",
-            "--http-port",
-            "0",
-            "--ready-file",
-            str(ready),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-    )
-    deadline = time.monotonic() + 60
-    while not (ready.exists() and ready.read_text()):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("otelcar collect did not start")
-        time.sleep(0.1)
-    return process
-
-
 def _wait_for_trace(store: Path, trace_id: str, timeout_s: float = 60) -> None:
     from otelcar import Store
 
@@ -125,17 +96,17 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from otelcar.model.prepare import prepare_model
     from otelcar.model.server import ModelServer
+    from otelcar.receiver.child import start_collect
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     store = out / "store"
     print("preparing the local model (once)…", flush=True)
     prepare_model()
-    collector = _start_collector(store, out / "collector.ready")
+    collector, ports = start_collect(store, out / "collector.ready", cwd=ROOT)
     try:
         with ModelServer() as server:
             print(f"model server at {server.base_url}", flush=True)
-            ports = json.loads((out / "collector.ready").read_text())
             os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{ports['grpc_port']}"
             os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
             from examples.refund_agent.agent import traced_episode
