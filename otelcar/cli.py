@@ -50,6 +50,13 @@ def _console(*, stderr: bool = False) -> Console:
     return console
 
 
+def stderr_progress(*columns: Any) -> Progress:
+    """A progress display with ``columns`` on stderr that disappears when done, and is off
+    when stderr is not a terminal (logs and pipes get no control sequences)."""
+    err = _console(stderr=True)
+    return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
+
+
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
@@ -120,15 +127,8 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
     store = _store(ctx, create=True)
     files = expand_paths(paths)
     total = sum(p.stat().st_size for p in files)
-    err = _console(stderr=True)
-    progress = Progress(
-        TextColumn("importing"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    progress = stderr_progress(
+        TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn()
     )
     done: dict[Path, int] = {}
     with progress:
@@ -284,14 +284,8 @@ def records_command(ctx: click.Context, status: str | None, as_json: bool) -> No
 def reindex_command(ctx: click.Context, as_json: bool) -> None:
     """Rebuild spans, steps and the trace index from the raw records."""
     store = _store(ctx)
-    err = _console(stderr=True)
-    with Progress(
-        TextColumn("reindexing"),
-        BarColumn(),
-        TextColumn("{task.completed} records"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    with stderr_progress(
+        TextColumn("reindexing"), BarColumn(), TextColumn("{task.completed} records")
     ) as progress:
         task = progress.add_task("reindex", total=None)
         report = store.reindex(progress=lambda n: progress.update(task, completed=n))
@@ -482,16 +476,10 @@ def rollout_command(
     settings = config.replay
     env = Environment(config.registry, Budget(settings.max_calls, settings.max_tokens))
     count = rollouts if rollouts is not None else settings.rollouts
-    err = _console(stderr=True)
     with (
         executor_for(settings, executor, ray_address),
-        Progress(
-            TextColumn("rollouts"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
+        stderr_progress(
+            TextColumn("rollouts"), BarColumn(), TextColumn("{task.completed}/{task.total}")
         ) as progress,
     ):
         task = progress.add_task("rollouts", total=count)
@@ -619,16 +607,10 @@ def attribute_command(
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
     apply_fail_if(config, fail_if, required=True)
     settings = config.replay
-    err = _console(stderr=True)
     with (
         executor_for(settings, executor, ray_address),
-        Progress(
-            TextColumn("rollouts"),
-            BarColumn(),
-            TextColumn("{task.completed} done"),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
+        stderr_progress(
+            TextColumn("rollouts"), BarColumn(), TextColumn("{task.completed} done")
         ) as progress,
     ):
         task = progress.add_task("attribute", total=None)

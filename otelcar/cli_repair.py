@@ -84,16 +84,10 @@ def _step(value: str) -> int | str:
 
 
 def _progress(what: str) -> Progress:
-    from otelcar.cli import _console
+    from otelcar.cli import stderr_progress
 
-    err = _console(stderr=True)
-    return Progress(
-        SpinnerColumn(),
-        TextColumn(what),
-        TextColumn("{task.completed} re-decisions"),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
+    return stderr_progress(
+        SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} re-decisions")
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
 from otelcar.cli_options import (
     apply_fail_if,
@@ -175,7 +175,7 @@ def aggregate_command(
     import polars as pl
 
     from otelcar.attribution.aggregate import aggregate, attribute_traces
-    from otelcar.cli import _console, _store
+    from otelcar.cli import _console, _store, stderr_progress
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
     from otelcar.report.terminal import aggregate_report
@@ -201,14 +201,8 @@ def aggregate_command(
     log = Console(stderr=True, highlight=False) if not err.is_terminal else err
     with (
         executor_for(settings, executor, ray_address),
-        Progress(
-            TextColumn("attributing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("traces"),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
+        stderr_progress(
+            TextColumn("attributing"), BarColumn(), MofNCompleteColumn(), TextColumn("traces")
         ) as progress,
     ):
         task = progress.add_task("aggregate", total=len(ids))
