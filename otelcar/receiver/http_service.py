@@ -28,6 +28,8 @@ CONTENT_TYPES = {
     "application/json": "json",
 }
 RETRY_AFTER_S = 1
+# A refused (too large) body is still read, up to this, so the client can read the 413.
+DISCARD_MAX_BYTES = 64 * 1024 * 1024
 # gRPC status codes used in google.rpc.Status bodies.
 INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE = 3, 8, 14
 
@@ -136,7 +138,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(length_header)
         limit = self.server.max_body_bytes
         if length > limit:
-            self.close_connection = True  # the body is not read: the connection is spent
+            self.close_connection = True  # the body is not kept: the connection is spent
             self._error(
                 413,
                 RESOURCE_EXHAUSTED,
@@ -144,6 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "(otelcar collect --max-request-bytes)",
                 encoding,
             )
+            self._discard_body(length)
             return
         if not self.server.in_flight.acquire(blocking=False):
             self.close_connection = True
@@ -160,6 +163,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._export(signal, encoding, length, limit)
         finally:
             self.server.in_flight.release()
+
+    def _discard_body(self, length: int) -> None:
+        """Read and drop up to :data:`DISCARD_MAX_BYTES` of a refused body. A client that
+        sends its whole body before reading the reply (most do) would otherwise hit a reset
+        connection, and never see the status that says why; beyond the cap it does."""
+        left = min(length, DISCARD_MAX_BYTES)
+        try:
+            while left > 0:
+                chunk = self.rfile.read(min(left, 64 * 1024))
+                if not chunk:
+                    return
+                left -= len(chunk)
+        except OSError:
+            return  # the client gave up: nothing to wait for
 
     def _export(self, signal: str, encoding: str, length: int, limit: int) -> None:
         body = self.rfile.read(length)
