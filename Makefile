@@ -5,10 +5,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-import test lint schemas clean
 
-$(STAMP): pyproject.toml
+# llama-cpp-python is installed from a wheel built once for a portable CPU baseline (never the
+# build machine's -march=native: on CPUs with AMX that build segfaults, and seeded outputs would
+# depend on the CPU that compiled it); scripts/llama-wheel.sh says how, and where it is kept.
+$(STAMP): pyproject.toml scripts/llama-wheel.sh
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	wheelhouse=$$(scripts/llama-wheel.sh $(VENV)/bin/python) && \
+	  $(VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall "$$wheelhouse"/llama_cpp_python-*.whl
 	$(VENV)/bin/python -m pip install --quiet -e '.[dev,local]'
+	$(VENV)/bin/python -c "from otelcar.model.kernels import check_portable_build; check_portable_build()"
 	touch $(STAMP)
 
 ## demo: set up, then run the refund agent on the local model until it fails, and attribute it
@@ -25,8 +31,9 @@ demo-import: $(STAMP)
 
 ## test: set up, then lint and run the whole test suite
 test: $(STAMP)
-	@# headless Chromium for tests/test_report.py (as root, e.g. in .ci/run; skipped without it)
-	command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || echo "warning: could not install chromium chromium-driver: the browser tests will skip"
+	@# headless Chromium for tests/test_report.py (as root, e.g. in .ci/run). Without it the
+	@# browser tests skip, and under CI=true they fail (tests/parts.py).
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || echo "warning: could not install chromium chromium-driver: the browser tests will skip (and fail under CI=true)"
 	$(VENV)/bin/ruff check otelcar tests benchmarks fixtures examples
 	$(VENV)/bin/ruff format --check otelcar tests benchmarks fixtures examples
 	$(VENV)/bin/python -m pytest -q

@@ -2,7 +2,8 @@
 
 :func:`load_llama` returns a ``llama_cpp.Llama`` on the prepared GGUF with the same chat
 format, context size, seed and thread count the server uses, so a policy gets the same
-behaviour in-process as through ``otelcar model serve``. A ``Llama`` is not thread-safe: use
+behaviour in-process as through ``otelcar model serve`` (on the same portable CPU kernels,
+:mod:`otelcar.model.kernels`). A ``Llama`` is not thread-safe: use
 one per thread (or a lock), and pass ``seed`` on every call for reproducible samples.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from otelcar.model.chat_format import register
 from otelcar.model.errors import INSTALL_HINT, ModelNotInstalled
+from otelcar.model.kernels import use_portable_kernels
 from otelcar.model.prepare import prepare_model
 from otelcar.model.server import (
     DEFAULT_CHAT_FORMAT,
@@ -44,6 +46,7 @@ def load_llama(
     except ImportError as exc:
         raise ModelNotInstalled(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
     register()
+    use_portable_kernels()
     path = prepare_model() if model_path is None else Path(model_path)
     threads = n_threads or default_threads()
     kwargs.setdefault("n_batch", DEFAULT_N_BATCH)
