@@ -30,10 +30,12 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 CHAT_FORMAT = "otelcar-gemma"
+GRAMMAR_SAMPLER_ENV = "OTELCAR_GRAMMAR_SAMPLER"
 START, END = "<start_of_turn>", "<end_of_turn>"
 _SAMPLING_KEYS = (
     "temperature",
@@ -182,21 +184,29 @@ def chat_handler(
             llama=llama, messages=messages, stream=stream, stop=stop, seed=seed, grammar=grammar,
             **kwargs,
         )  # fmt: skip
-    from llama_cpp import llama_grammar
+    from llama_cpp import LogitsProcessorList, llama_grammar
 
     schema = decision_schema(tools, tool_choice)
     prompt = render_prompt(messages, tools, auto=tool_choice in (None, "auto"))
     stops = [stop] if isinstance(stop, str) else list(stop or [])
     tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
     keep_aligned_prefix(llama, tokens)
-    completion = llama.create_completion(
-        prompt=tokens,
-        stop=[*stops, END],
-        seed=seed,
-        grammar=llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False),
-        stream=False,
-        **{key: kwargs[key] for key in _SAMPLING_KEYS if key in kwargs},
-    )
+    sampling = {key: kwargs[key] for key in _SAMPLING_KEYS if kwargs.get(key) is not None}
+    grammar_text = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    prefilter = _prefilter(llama, grammar_text, sampling)
+    if prefilter is None:
+        constraint: dict[str, Any] = {
+            "grammar": llama_grammar.LlamaGrammar.from_string(grammar_text, verbose=False)
+        }
+    else:
+        constraint = {"logits_processor": LogitsProcessorList([prefilter])}
+    try:
+        completion = llama.create_completion(
+            prompt=tokens, stop=[*stops, END], seed=seed, stream=False, **sampling, **constraint
+        )
+    finally:
+        if prefilter is not None:
+            prefilter.close()
     choice = completion["choices"][0]
     message = parse_decision(choice["text"])
     finish = choice["finish_reason"]
@@ -211,6 +221,43 @@ def chat_handler(
         "usage": completion["usage"],
     }
     return _as_chunks(response) if stream else response
+
+
+def grammar_sampler() -> str:
+    """Which way tool-mode completions enforce their grammar: ``prefilter`` (the default,
+    :mod:`otelcar.model.grammar_sampling`) or ``chain`` (llama-cpp-python's grammar-first
+    chain; ``OTELCAR_GRAMMAR_SAMPLER=chain``, for comparisons and benchmarks)."""
+    value = os.environ.get(GRAMMAR_SAMPLER_ENV, "prefilter").strip().lower() or "prefilter"
+    if value not in ("prefilter", "chain"):
+        raise ValueError(f"{GRAMMAR_SAMPLER_ENV}={value!r}: expected prefilter or chain")
+    return value
+
+
+def _prefilter(llama: Any, grammar_text: str, sampling: Mapping[str, Any]) -> Any:
+    """A :class:`GrammarPrefilter` for these sampling options, or ``None`` where the chain's
+    own grammar must do (the ``chain`` setting, mirostat, a caller's logits processor or
+    logit bias)."""
+    if grammar_sampler() == "chain":
+        return None
+    if sampling.get("mirostat_mode") or sampling.get("logits_processor"):
+        return None
+    if sampling.get("logit_bias"):
+        return None
+    from otelcar.model.grammar_sampling import GrammarPrefilter
+
+    def option(name: str, default: float) -> float:
+        value = sampling.get(name)
+        return default if value is None else float(value)
+
+    return GrammarPrefilter(
+        llama,
+        grammar_text,
+        top_k=int(option("top_k", 40)),
+        temperature=option("temperature", 0.8),
+        repeat_penalty=option("repeat_penalty", 1.0),
+        frequency_penalty=option("frequency_penalty", 0.0),
+        presence_penalty=option("presence_penalty", 0.0),
+    )
 
 
 def keep_aligned_prefix(llama: Any, tokens: Sequence[int]) -> int:
