@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import jsonschema
@@ -20,6 +21,7 @@ from otelcar.cli import cli
 from otelcar.model import ModelNotInstalled, ModelServer, ServerStartError, prepare_model
 from otelcar.model.chat_format import decision_schema, parse_decision, render_prompt
 from otelcar.model.paths import data_dir
+from tests.parts import need_module
 
 LOOKUP = {
     "type": "function",
@@ -284,7 +286,7 @@ def test_server_stops_and_leaves_no_process(local_model_path, tmp_path):
 
 @pytest.mark.slow
 def test_start_failure_quotes_the_log(tmp_path):
-    pytest.importorskip("llama_cpp", reason="needs the `local` extra")
+    need_module("llama_cpp", "install the `local` extra: `make test` does")
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a gguf file")
     server = ModelServer(broken, log_path=tmp_path / "server.log", startup_timeout_s=60)
@@ -292,3 +294,118 @@ def test_start_failure_quotes_the_log(tmp_path):
         server.start()
     assert "last lines of" in str(info.value)
     assert server.pid is None
+
+
+# -- portable and reproducible: the build, the kernels, the golden tokens -------------------
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "local_model.json"
+
+
+def test_system_info_is_parsed_and_a_native_build_is_refused():
+    from otelcar.model.kernels import parse_system_info, portable_build_problem
+
+    portable = parse_system_info(
+        "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | "
+        "LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | "
+    )
+    assert portable["AVX2"] and portable["REPACK"]
+    assert portable_build_problem(portable, "x86_64") is None
+    native = {**portable, "AVX512": True, "AMX_INT8": True, "AVX512_VNNI": True}
+    problem = portable_build_problem(native, "x86_64")
+    assert problem and "AMX_INT8" in problem and "AVX512" in problem and "make" in problem
+    assert "AVX2" in (portable_build_problem({"SSE3": True}, "x86_64") or "")
+    assert portable_build_problem({"NEON": True, "ARM_FMA": True}, "aarch64") is None
+
+
+@pytest.mark.slow
+def test_the_installed_build_is_the_portable_one():
+    need_module("llama_cpp", "install the `local` extra: `make test` does")
+    from otelcar.model.kernels import build_features, portable_build_problem
+
+    assert portable_build_problem(build_features()) is None
+
+
+@pytest.mark.slow
+def test_models_load_without_extra_buffer_types():
+    """No AMX kernels, no run-time repacking: the weights stay in the plain CPU buffer."""
+    bindings = need_module("llama_cpp.llama_cpp", "install the `local` extra")
+    from otelcar.model.kernels import use_portable_kernels
+
+    use_portable_kernels()
+    use_portable_kernels()  # idempotent
+    assert bindings.llama_model_default_params().use_extra_bufts is False
+
+
+@pytest.mark.slow
+def test_seeded_generation_matches_the_golden_tokens(local_model_path):
+    """The same seed gives the same tokens on every machine of this architecture: a build
+    with other kernels (a native one, AMX, another llama.cpp) fails here."""
+    import platform
+
+    from tests.golden.make_local_model_golden import generate
+
+    golden = json.loads(GOLDEN.read_text()).get(platform.machine())
+    if golden is None:
+        pytest.skip(
+            f"no golden tokens for {platform.machine()}: write them with "
+            "tests/golden/make_local_model_golden.py on a machine of it and commit the file"
+        )
+    produced = generate()
+    assert [p["tokens"] for p in produced["plain"]] == [g["tokens"] for g in golden["plain"]]
+    assert produced["decisions"] == golden["decisions"]
+
+
+@pytest.mark.slow
+def test_grammar_prefilter_gives_the_grammar_first_chain_outputs(local_model_path, monkeypatch):
+    """Checking the grammar only on the tokens that can be drawn changes no output: the
+    refund agent's decisions, token for token, at several seeds and temperatures."""
+    from otelcar.model import load_llama
+    from otelcar.model.chat_format import GRAMMAR_SAMPLER_ENV
+    from tests.golden.make_local_model_golden import tool_request
+
+    llama = load_llama(local_model_path, n_ctx=1024)
+    request = tool_request()
+    triage = {**request, "messages": request["messages"][:2]}
+    triage["tool_choice"] = {"type": "function", "function": {"name": "lookup_order"}}
+
+    def decisions(sampler: str) -> list[str]:
+        monkeypatch.setenv(GRAMMAR_SAMPLER_ENV, sampler)
+        out = []
+        for seed, temperature in ((1, 1.0), (2, 0.7), (3, 1.3)):
+            for body in (request, triage):
+                llama.reset()
+                reply = llama.create_chat_completion(
+                    **{**body, "temperature": temperature}, seed=seed, repeat_penalty=1.1
+                )
+                out.append(json.dumps(reply["choices"][0]["message"], sort_keys=True))
+        return out
+
+    try:
+        assert decisions("prefilter") == decisions("chain")
+    finally:
+        llama.close()
+
+
+@pytest.mark.slow
+def test_a_dead_server_says_how_it_died_and_where_its_log_is(local_model_path, tmp_path):
+    import signal
+
+    from otelcar.model import ServerDied
+
+    log = tmp_path / "server.log"
+    server = ModelServer(local_model_path, log_path=log).start()
+    try:
+        assert server.death() is None
+        server.check()
+        os.kill(server.pid, signal.SIGSEGV)
+        deadline = time.monotonic() + 30
+        while server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(ServerDied) as info:
+            server.check()
+    finally:
+        server.stop()
+    message = str(info.value)
+    assert "\n" not in message
+    assert "killed by signal 11 (SIGSEGV)" in message and str(log) in message
+    assert "last lines:" in message

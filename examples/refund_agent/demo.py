@@ -19,15 +19,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
-def _otelcar(store: Path, *args: str, env: dict[str, str] | None = None) -> int:
+def _otelcar(store: Path, *args: str, env: dict[str, str] | None = None, server: Any = None) -> int:
+    """Run ``otelcar --store STORE ARGS``; its exit status. When ``server`` (the model server)
+    died meanwhile, raise its :class:`~otelcar.model.ServerDied` instead."""
     command = [sys.executable, "-m", "otelcar.cli", "--store", str(store), *args]
     print("$ otelcar " + " ".join(args), flush=True)
-    return subprocess.call(command, env=env, cwd=ROOT)
+    code = subprocess.call(command, env=env, cwd=ROOT)
+    if code != 0 and server is not None:
+        server.check()
+    return code
 
 
 def _wait_for_trace(store: Path, trace_id: str, timeout_s: float = 60) -> None:
@@ -45,7 +51,12 @@ def _wait_for_trace(store: Path, trace_id: str, timeout_s: float = 60) -> None:
 
 
 def _attribute_why_fix(
-    store: Path, trace_id: str, out: Path, args: argparse.Namespace, env: dict[str, str]
+    store: Path,
+    trace_id: str,
+    out: Path,
+    args: argparse.Namespace,
+    env: dict[str, str],
+    server: Any,
 ) -> int:
     """attribute, then why + fix on the culprit, then the HTML report; 0 when all of it ran."""
     config = str(HERE / "otelcar.toml")
@@ -57,7 +68,7 @@ def _attribute_why_fix(
         budget = ["--max-rollouts", str(args.max_rollouts)]
     code = _otelcar(
         store, "attribute", trace_id, "-c", config, *budget, *seed, "--json", str(attribution),
-        env=env,
+        env=env, server=server,
     )  # fmt: skip
     if code != 0 or not attribution.exists():
         print("attribution did not finish; see above", flush=True)
@@ -73,7 +84,7 @@ def _attribute_why_fix(
         # `fix` runs `why` first and writes both results.
         why, fix = out / "why.json", out / "fix.json"
         fix_args = ["--json", str(fix), "--why-json", str(why)]
-        if _otelcar(store, "fix", trace_id, *common, *fix_args, env=env) == 0:
+        if _otelcar(store, "fix", trace_id, *common, *fix_args, env=env, server=server) == 0:
             results += [str(why), str(fix)]
     html = out / "report.html"
     _otelcar(store, "report", *results, "--html", str(html))
@@ -92,8 +103,10 @@ def main() -> int:
     )
     parser.add_argument("--samples", type=int, default=10, help="re-decisions per why/fix arm")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the replay")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    from otelcar.errors import OtelcarError
     from otelcar.model.prepare import prepare_model
     from otelcar.model.server import ModelServer
     from otelcar.receiver.child import start_collect
@@ -101,38 +114,55 @@ def main() -> int:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     store = out / "store"
-    print("preparing the local model (once)…", flush=True)
-    prepare_model()
-    collector, ports = start_collect(store, out / "collector.ready", cwd=ROOT)
+    server = ModelServer()
+    collector = None
     try:
-        with ModelServer() as server:
+        print("preparing the local model (once)…", flush=True)
+        prepare_model()
+        collector, ports = start_collect(store, out / "collector.ready", cwd=ROOT)
+        with server:
             print(f"model server at {server.base_url}", flush=True)
             os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{ports['grpc_port']}"
             os.environ["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
-            from examples.refund_agent.agent import traced_episode
-
-            failing = None
-            for seed in range(1, args.max_runs + 1):
-                episode = traced_episode(server.base_url, server.model, seed=seed)
-                print(
-                    f"run {seed}: trace {episode.trace_id} "
-                    f"{'FAILED' if episode.failed else 'ok'} refunds={episode.refunds}",
-                    flush=True,
-                )
-                if episode.failed:
-                    failing = episode
-                    break
-            if failing is None:
-                print("no failing run recorded; try --max-runs", flush=True)
-                return 1
-            _wait_for_trace(store, failing.trace_id)
-            env = {**os.environ, "OPENAI_BASE_URL": server.base_url}
-            _otelcar(store, "show", failing.trace_id)
-            _otelcar(store, "replay", failing.trace_id, "-c", str(HERE / "otelcar.toml"), env=env)
-            return _attribute_why_fix(store, failing.trace_id, out, args, env)
+            return _run(server, store, out, args)
+    except (Exception, KeyboardInterrupt) as exc:
+        if args.debug:
+            raise
+        # A dead model server explains whatever failed after it died: say that, in one line.
+        death = server.death()
+        reason = death or (str(exc) if isinstance(exc, OtelcarError) else repr(exc))
+        print(f"error: {reason}", file=sys.stderr, flush=True)
+        return 130 if isinstance(exc, KeyboardInterrupt) and death is None else 1
     finally:
-        collector.send_signal(signal.SIGTERM)
-        collector.wait(120)
+        if collector is not None:
+            collector.send_signal(signal.SIGTERM)
+            collector.wait(120)
+
+
+def _run(server: Any, store: Path, out: Path, args: argparse.Namespace) -> int:
+    """Record runs until one fails, then replay, attribute, why/fix and report it."""
+    from examples.refund_agent.agent import traced_episode
+
+    failing = None
+    for seed in range(1, args.max_runs + 1):
+        episode = traced_episode(server.base_url, server.model, seed=seed)
+        print(
+            f"run {seed}: trace {episode.trace_id} "
+            f"{'FAILED' if episode.failed else 'ok'} refunds={episode.refunds}",
+            flush=True,
+        )
+        if episode.failed:
+            failing = episode
+            break
+    if failing is None:
+        print("no failing run recorded; try --max-runs", flush=True)
+        return 1
+    _wait_for_trace(store, failing.trace_id)
+    env = {**os.environ, "OPENAI_BASE_URL": server.base_url}
+    _otelcar(store, "show", failing.trace_id, server=server)
+    config = str(HERE / "otelcar.toml")
+    _otelcar(store, "replay", failing.trace_id, "-c", config, env=env, server=server)
+    return _attribute_why_fix(store, failing.trace_id, out, args, env, server)
 
 
 if __name__ == "__main__":

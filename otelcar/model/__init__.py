@@ -11,7 +11,7 @@ works without it; the functions raise :class:`ModelNotInstalled` saying what to 
 See ``docs/local-model.md`` for the request options that make its tool calls parse.
 """
 
-from otelcar.model.errors import ModelError, ModelNotInstalled, ServerStartError
+from otelcar.model.errors import ModelError, ModelNotInstalled, ServerDied, ServerStartError
 from otelcar.model.inprocess import load_llama
 from otelcar.model.paths import MODEL_ALIAS, MODEL_FILE, data_dir, default_model_path
 from otelcar.model.prepare import ModelInfo, is_prepared, model_info, prepare_model
@@ -25,6 +25,7 @@ __all__ = [
     "ModelInfo",
     "ModelNotInstalled",
     "ModelServer",
+    "ServerDied",
     "ServerStartError",
     "data_dir",
     "default_model_path",

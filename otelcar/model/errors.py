@@ -17,3 +17,8 @@ class ModelNotInstalled(ModelError):
 
 class ServerStartError(ModelError):
     """The model server exited or did not answer in time; the message ends with its log tail."""
+
+
+class ServerDied(ModelError):
+    """The model server exited while in use: the message names its exit status or signal,
+    its log file and the log's last lines."""

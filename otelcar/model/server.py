@@ -4,7 +4,10 @@
 otelcar.model.llama_server``: ``llama_cpp.server`` with the ``otelcar-gemma`` chat format
 registered) on the prepared GGUF, waits until ``GET /v1/models`` answers, and stops it on
 exit: SIGTERM, then SIGKILL after a grace period. Its output goes to a log file whose tail is
-quoted in every start error. On Linux the child also gets SIGTERM when the thread that
+quoted in every start error. A server that dies while in use (a crash, the OOM killer) is
+reported by :meth:`ModelServer.check` (and :meth:`ModelServer.death`) in one line with its exit
+status or signal, its log file and the log's last lines; callers that see a refused
+connection ask it why. On Linux the child also gets SIGTERM when the thread that
 started it dies, so a killed test run leaves no server behind.
 """
 
@@ -28,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 
 from otelcar.model.chat_format import CHAT_FORMAT
-from otelcar.model.errors import INSTALL_HINT, ModelNotInstalled, ServerStartError
+from otelcar.model.errors import INSTALL_HINT, ModelNotInstalled, ServerDied, ServerStartError
 from otelcar.model.paths import MODEL_ALIAS, logs_dir
 from otelcar.model.prepare import prepare_model
 
@@ -161,6 +164,30 @@ class ModelServer:
     def poll(self) -> int | None:
         """The server's exit status if it has exited by itself, else ``None``."""
         return self._process.poll() if self._process is not None else None
+
+    def death(self, n_lines: int = 5) -> str | None:
+        """``None`` while the server runs (or before it starts), else one line: how it ended
+        (exit status, or the signal that killed it), its log file and the log's last lines."""
+        if self._process is None:
+            return None
+        status = self._process.poll()
+        if status is None:
+            return None
+        how = f"exited with status {status}"
+        if status < 0:
+            try:
+                how = f"was killed by signal {-status} ({signal.Signals(-status).name})"
+            except ValueError:
+                how = f"was killed by signal {-status}"
+        tail = " | ".join(line.strip() for line in self.log_tail(n_lines).splitlines() if line)
+        last = f"; last lines: {tail}" if tail else ""
+        return f"the model server (pid {self._process.pid}) {how}; log: {self.log_path}{last}"
+
+    def check(self) -> None:
+        """Raise :class:`ServerDied` (with :meth:`death`'s line) if the server has died."""
+        reason = self.death()
+        if reason is not None:
+            raise ServerDied(reason)
 
     def command(self) -> list[str]:
         """The command line that starts the server (valid once the port is chosen)."""
