@@ -75,15 +75,23 @@ class LibraryError(click.ClickException):
 
 
 class OtelcarGroup(click.Group):
-    """Converts :class:`OtelcarError` into a clean message, in one place."""
+    """Turns every error into one ``error:`` line, in one place: an :class:`OtelcarError` as
+    its message, anything else (a bug) with its type and a pointer to ``--debug``, which (as
+    ``OTELCAR_DEBUG=1``) shows the traceback instead."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except OtelcarError as exc:
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
             if debug_enabled() or (ctx.obj or {}).get("debug"):
                 raise
-            raise LibraryError(str(exc)) from exc
+            if isinstance(exc, OtelcarError):
+                raise LibraryError(str(exc)) from exc
+            raise LibraryError(
+                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"
+            ) from exc
 
 
 @click.group(cls=OtelcarGroup, context_settings={"help_option_names": ["-h", "--help"]})

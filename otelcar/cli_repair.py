@@ -25,6 +25,7 @@ from otelcar.cli_options import (
     json_option,
     source_option,
 )
+from otelcar.cost import policy_calls_text
 
 if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
     from otelcar.attribution.fix_result import FixResult
@@ -157,7 +158,7 @@ def render_why(console: Console, result: WhyResult) -> None:
     cost = result.cost
     console.print(
         f"{cost.get('tests', 0)} tests, {cost.get('samples', 0)} re-decisions, "
-        f"{cost.get('llm_calls', 0)} policy calls ({cost.get('cache_hits', 0)} cached), "
+        f"{policy_calls_text(cost)} ({cost.get('cache_hits', 0)} cached), "
         f"{cost.get('input_tokens', 0) + cost.get('output_tokens', 0)} tokens; "
         f"{result.correction}, alpha {result.alpha}",
         highlight=False,
@@ -191,7 +192,7 @@ def render_fix(console: Console, result: FixResult) -> None:
     console.print(
         f"PASS: bad-decision rate significantly lower (Fisher, Holm, alpha {result.alpha}) "
         f"and its upper bound ≤ {result.max_rate:.0%}; PART: significantly lower only. "
-        f"Cost: {result.cost.get('llm_calls', 0)} policy calls.",
+        f"Cost: {policy_calls_text(result.cost)}.",
         highlight=False,
     )
 

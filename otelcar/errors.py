@@ -26,3 +26,8 @@ class TraceNotFound(OtelcarError):
 class SourceError(OtelcarError):
     """A trace source (a ClickHouse server, an embedded chDB path) cannot be reached or read,
     or is not shaped as expected (a table or column missing)."""
+
+
+class UserCodeError(OtelcarError):
+    """A function the user configured (an outcome, a python policy, a tool function) raised;
+    the message names the function and the exception, the original is its ``__cause__``."""

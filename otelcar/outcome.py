@@ -20,7 +20,6 @@ exactly) or a string ``"re:<regex>"`` (full match on the value's text).
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ import polars as pl
 
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments
+from otelcar.usercode import call_user
 
 MAX_JUDGE_CHARS = 6000
 
@@ -175,10 +175,7 @@ class FunctionOutcome:
         return self.name
 
     async def failed(self, steps: pl.DataFrame) -> bool:
-        result = self.function(steps)
-        if inspect.isawaitable(result):
-            result = await result
-        return bool(result)
+        return bool(await call_user(self.function, steps, role="outcome function"))
 
 
 @dataclass(frozen=True)

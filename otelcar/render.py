@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from otelcar.cost import policy_calls_text
 from otelcar.messages import decode_arguments
 from otelcar.store.report import ImportReport
 
@@ -290,7 +291,7 @@ def attribution_report(console: Console, result: Any) -> None:
         console.print(f"point of no return: step {doc['point_of_no_return']}", highlight=False)
     cost = doc.get("cost") or {}
     console.print(
-        f"cost: {cost.get('llm_calls', 0)} policy calls ({cost.get('cache_hits', 0)} "
+        f"cost: {policy_calls_text(cost)} ({cost.get('cache_hits', 0)} "
         f"cache hits), {cost.get('input_tokens', 0) + cost.get('output_tokens', 0)} "
         f"tokens, {cost.get('rollouts', 0)} rollouts, {cost.get('wall_s', 0)} s; "
         f"looks at {doc.get('looks')} rollouts per plan",

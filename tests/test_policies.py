@@ -7,7 +7,9 @@ import asyncio
 import importlib.util
 import json
 import logging
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -22,6 +24,7 @@ from otelcar.policies import (
     OpenAICompatiblePolicy,
     PolicyError,
     PolicyRegistry,
+    PolicyUnavailable,
     StaticLLMPolicy,
 )
 from otelcar.project_config import ConfigError, load_config
@@ -173,14 +176,31 @@ def test_openai_policy_retries_transient_errors_and_parses_tool_calls():
         )
         assert decision.input_tokens > 0 and len(_Flaky.seen) == 2
         assert _Flaky.seen[-1]["seed"] == 11
-        unreachable = OpenAICompatiblePolicy(
-            base_url="http://127.0.0.1:9/v1", max_retries=1, timeout_s=2
-        )
-        with pytest.raises(PolicyError, match="after 2 attempts"):
-            asyncio.run(unreachable.decide(_request(_run().decisions[0])))
     finally:
         server.shutdown()
         server.server_close()
+    # The same server gone after it answered: transient, the full retries, then PolicyError.
+    with pytest.raises(PolicyError, match="after 3 attempts") as info:
+        asyncio.run(policy.decide(_request(_run().decisions[0])))
+    assert not isinstance(info.value, PolicyUnavailable)
+
+
+def test_openai_policy_that_never_answered_is_unavailable_at_once():
+    """A refused connection before any answer stops the command: PolicyUnavailable after
+    first_call_retries + 1 attempts, whatever max_retries says."""
+    unreachable = OpenAICompatiblePolicy(
+        base_url=f"http://127.0.0.1:{_closed_port()}/v1", max_retries=4, timeout_s=2
+    )
+    start = time.monotonic()
+    with pytest.raises(PolicyUnavailable, match=r"cannot be reached .*2 attempts, no answer yet"):
+        asyncio.run(unreachable.decide(_request(_run().decisions[0])))
+    assert time.monotonic() - start < 30  # one retry after 0.5 s, not 4 with backoff
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the socket is
 
 
 def test_registry_resolution_and_config_errors():

@@ -30,9 +30,10 @@ from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ConfigError, parse_config
 from otelcar.replay import Budget, Environment, load_run, run_plan
+from tests.parts import missing, need_module
 from tests.test_aggregate import AGENT_MODULE, AGENT_SOURCE, agent_trace_otlp, batch, write_dump
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'otelcar[ray]')")
+ray = need_module("ray", "pip install -e '.[dev]' (or 'otelcar[ray]'); `make test` does")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def cluster() -> Any:
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     except Exception as exc:  # no shared memory, no free ports, …
-        pytest.skip(f"a local Ray cluster cannot start here: {exc}")
+        missing(f"a local Ray cluster ({type(exc).__name__}: {exc})", "see docs/ray.md")
     yield ray
     ray.shutdown()
 
@@ -224,6 +225,7 @@ def test_a_worker_lost_for_good_is_reported_not_dropped(cluster: Any, tmp_path: 
             seed=1,
             outcome=outcome,
             executor=no_retry,
+            stop_when_most_fail=False,  # to see every lost rollout reported
         )
     finally:
         no_retry.close()

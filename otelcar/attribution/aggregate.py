@@ -41,6 +41,7 @@ from scipy import stats
 
 from otelcar.attribution.api import attribute_async
 from otelcar.attribution.stats import holm, wilson
+from otelcar.cost import policy_calls_text
 from otelcar.errors import OtelcarError
 from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
 from otelcar.outcome import Outcome
@@ -326,10 +327,10 @@ class AggregateResult:
         """One sentence: the systematic weak step, or that none was found, and what it cost."""
         n = len(self.attributed)
         counts = {s: sum(t.status == s for t in self.traces) for s in TRACE_STATUSES}
-        calls = self.cost().get("llm_calls", 0)
+        calls = policy_calls_text(self.cost())
         tail = (
             f" ({counts['attributed']} failing traces attributed, {counts['passed']} passed, "
-            f"{counts['skipped']} skipped; {calls} policy calls)"
+            f"{counts['skipped']} skipped; {calls})"
         )
         if not n:
             return "No failing trace could be attributed" + tail + "."

@@ -37,8 +37,9 @@ from otelcar.attribution.pieces import Piece, action_text, apply_edits, tokens
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, ToolCall
-from otelcar.policies.base import DecisionRequest, LLMPolicy, PolicyError
+from otelcar.policies.base import DecisionRequest, LLMPolicy, PolicyError, PolicyUnavailable
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.engine import raise_if_mostly_failed
 from otelcar.replay.harness import BudgetExhausted, Environment, decision_request, derive_seed
 from otelcar.replay.plan import Edit, EditContext, Plan
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
@@ -378,6 +379,11 @@ class Sampler:
                 raise result
             if isinstance(result, BaseException):
                 raise result
+        samples = [s for a in self.arms.values() for s in a.samples.values()]
+        failed = [s for s in samples if s.kind == "error"]
+        raise_if_mostly_failed(
+            len(samples), len(failed), [s.error for s in failed], what="re-decisions"
+        )
         return arm
 
     async def _one(self, context: list[Message], arm: Arm, r: int) -> None:
@@ -394,7 +400,7 @@ class Sampler:
             decision, _ = await self.env.decide(self.policy, request)
             action = decision.message
             bad = await self.same.matches(action, self.env)
-        except BudgetExhausted:
+        except (BudgetExhausted, PolicyUnavailable):
             raise
         except Exception as exc:  # a failing policy or judge: this sample only
             sample = Sample(r, None, None, "error", f"{type(exc).__name__}: {exc}")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otelcar.attribution.stats import Interval, newcombe_paired, newcombe_unpaired, wilson
+from otelcar.cost import policy_calls_text
 
 if TYPE_CHECKING:
     from otelcar.attribution.why_result import WhyResult
@@ -184,13 +185,13 @@ class FixResult:
         raise KeyError(f"no candidate {name!r}; candidates: {[c.name for c in self.candidates]}")
 
     def headline(self) -> str:
-        calls = self.cost.get("llm_calls", 0)
+        calls = policy_calls_text(self.cost)
         base = f"{self.base_bad}/{self.base_n}"
         if self.best is None:
             return (
                 f"Step {self.step} ({self.decision}): no candidate fix passed (bad-decision "
                 f"rate significantly below {base} and its upper {self.confidence:.0%} bound "
-                f"≤ {self.max_rate:.0%}). Cost: {calls} policy calls."
+                f"≤ {self.max_rate:.0%}). Cost: {calls}."
             )
         best = self.candidate(self.best)
         text = f"Step {self.step} ({self.decision}): best fix '{best.name}' ({best.description})"
@@ -206,7 +207,7 @@ class FixResult:
                 f"; forward: the run fails in {f.failed}/{f.n} rollouts vs "
                 f"{f.base_failed}/{f.base_n} unfixed (p = {f.p_adjusted:.2g})"
             )
-        return f"{text}. Cost: {calls} policy calls."
+        return f"{text}. Cost: {calls}."
 
     def to_dict(self) -> dict[str, Any]:
         return {

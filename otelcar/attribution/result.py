@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.attribution.curve import Baseline, StepEffect
+from otelcar.cost import policy_calls_text
 
 RESULT_VERSION = 1
 VERDICTS = ("culprit", "locked-in", "undecided")
@@ -82,7 +83,7 @@ class AttributionResult:
 
     def headline(self) -> str:
         """One sentence: what, where, how sure, at what cost."""
-        calls = self.cost.get("llm_calls", 0)
+        calls = policy_calls_text(self.cost)
         if self.verdict == "culprit" and self.culprit is not None:
             c = self.culprit
             where = f"step {c.step} ({c.name}" + (f", agent {c.agent}" if c.agent else "") + ")"
@@ -92,7 +93,7 @@ class AttributionResult:
                 f"P({self.question}) by {c.delta:+.2f} "
                 f"[{c.delta_ci.low:+.2f}, {c.delta_ci.high:+.2f}] "
                 f"({self.confidence:.1%} CI, p_adj={c.p_adjusted:.2g}, {c.pairs} paired "
-                f"rollouts){tie}. Cost: {calls} policy calls."
+                f"rollouts){tie}. Cost: {calls}."
             )
         if self.verdict == "locked-in":
             target = (
@@ -105,11 +106,11 @@ class AttributionResult:
                 f"Locked in: the {self.question} happens from the start "
                 f"(q_start={self.baseline.q:.2f} [{self.baseline.q_ci.low:.2f}, "
                 f"{self.baseline.q_ci.high:.2f}]) and no single step changes it.{target} "
-                f"Cost: {calls} policy calls."
+                f"Cost: {calls}."
             )
         return (
             f"Undecided: no step's effect is significant at {self.confidence:.1%} with "
-            f"the rollouts spent. Cost: {calls} policy calls."
+            f"the rollouts spent. Cost: {calls}."
         )
 
     def to_dict(self) -> dict[str, Any]:

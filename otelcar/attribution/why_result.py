@@ -8,6 +8,7 @@ from typing import Any
 
 from otelcar.attribution.pieces import Piece
 from otelcar.attribution.stats import Interval, newcombe_unpaired, wilson
+from otelcar.cost import policy_calls_text
 
 WHY_VERSION = 1
 WHY_VERDICTS = ("cause", "prerequisites-only", "no-cause", "not-reproduced", "too-rare")
@@ -228,7 +229,7 @@ class WhyResult:
 
     def headline_text(self) -> str:
         """One paragraph: what, where, how sure, what instead, at what cost."""
-        calls = self.cost.get("llm_calls", 0)
+        calls = policy_calls_text(self.cost)
         base = wilson(self.base_bad, self.base_n, self.confidence)
         rate = (
             f"{self.base_bad}/{self.base_n} = {self.base_rate:.0%} "
@@ -238,12 +239,12 @@ class WhyResult:
             return (
                 f"Step {self.step}: the decision ({self.decision}) did not recur in "
                 f"{self.base_n} re-decisions of its unchanged context: nothing to attribute. "
-                f"Cost: {calls} policy calls."
+                f"Cost: {calls}."
             )
         if self.verdict == "too-rare":
             return (
                 f"Step {self.step}: the decision recurs in only {rate} of re-decisions of its "
-                f"unchanged context: too rare to attribute. Cost: {calls} policy calls."
+                f"unchanged context: too rare to attribute. Cost: {calls}."
             )
         if self.headline is None:
             what = (
@@ -254,7 +255,7 @@ class WhyResult:
             )
             return (
                 f"Step {self.step} ({self.decision}, {rate} on its unchanged context): {what}. "
-                f"{len(self.tests)} tests. Cost: {calls} policy calls."
+                f"{len(self.tests)} tests. Cost: {calls}."
             )
         cause = self.headline
         test = cause.test
@@ -268,7 +269,7 @@ class WhyResult:
             f"{test.bad}/{test.n} = {test.rate:.0%} [{ci.low:.0%}, {ci.high:.0%}] without it "
             f"(difference {test.effect:+.2f} [{d.low:+.2f}, {d.high:+.2f}], one-sided Fisher "
             f"p = {test.p:.2g} at level {test.level:.2g}){instead}. "
-            f"Cost: {calls} policy calls."
+            f"Cost: {calls}."
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from otelcar.policies.base import (
     DecisionRequest,
     LLMPolicy,
     PolicyError,
+    PolicyUnavailable,
     ToolPolicy,
     ToolRequest,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "OpenAICompatiblePolicy",
     "PolicyError",
     "PolicyRegistry",
+    "PolicyUnavailable",
     "RecordedOnlyToolPolicy",
     "SimulatedToolPolicy",
     "StaticLLMPolicy",

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from otelcar.messages import Message, ToolCall
-from otelcar.policies.base import Decision, DecisionRequest, PolicyError
+from otelcar.policies.base import Decision, DecisionRequest, PolicyError, PolicyUnavailable
 
 API_VERSION = "2023-06-01"
 RETRY_STATUSES = {429, 500, 502, 503, 504, 529}
@@ -91,7 +91,9 @@ class AnthropicPolicy:
         sampling_temperature: float = 1.0,
         max_tokens: int = 1024,
         timeout_s: float = 120.0,
+        connect_timeout_s: float = 5.0,
         max_retries: int = 4,
+        first_call_retries: int = 1,
         max_concurrency: int = 4,
         name: str | None = None,
     ) -> None:
@@ -102,9 +104,12 @@ class AnthropicPolicy:
         self.sampling_temperature = sampling_temperature
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self.max_retries = max_retries
+        self.first_call_retries = first_call_retries
         self.max_concurrency = max_concurrency
         self.name = name or f"anthropic:{model}"
+        self._answered = False  # has the server answered once (in this process)?
 
     def request_body(self, request: DecisionRequest) -> dict[str, Any]:
         system, messages = to_anthropic(request.messages, request.agent)
@@ -147,13 +152,20 @@ class AnthropicPolicy:
             "content-type": "application/json",
         }
         delay = 0.5
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        timeout = httpx.Timeout(self.timeout_s, connect=min(self.connect_timeout_s, self.timeout_s))
+        async with httpx.AsyncClient(timeout=timeout) as client:
             for attempt in range(self.max_retries + 1):
                 try:
                     reply = await client.post(
                         f"{self.base_url}/v1/messages", headers=headers, content=json.dumps(body)
                     )
                 except httpx.TransportError as exc:
+                    if not self._answered and attempt >= self.first_call_retries:
+                        raise PolicyUnavailable(
+                            f"{self.name}: the server at {self.base_url} cannot be reached "
+                            f"({type(exc).__name__}: {exc}; {attempt + 1} attempts, no answer "
+                            "yet): is it running?"
+                        ) from None
                     if attempt == self.max_retries:
                         raise PolicyError(
                             f"{self.name}: {exc} (after {attempt + 1} attempts)"
@@ -167,6 +179,7 @@ class AnthropicPolicy:
                         )
                 await asyncio.sleep(delay)
                 delay *= 2
+        self._answered = True
         data = reply.json()
         usage = data.get("usage") or {}
         return Decision(

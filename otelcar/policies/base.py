@@ -22,6 +22,16 @@ class PolicyError(OtelcarError):
     """A policy failed (unreachable server, bad response, missing configuration)."""
 
 
+class PolicyUnavailable(PolicyError):
+    """A policy's endpoint could not be reached (connection refused, connect or first-answer
+    timeout) before it ever answered in this process.
+
+    Not a failure of one rollout but of the whole command: the harness, the decision sampler
+    and the engine let it through, so ``attribute``, ``why``, ``fix`` and ``rollout`` stop at
+    once with this message instead of replaying every rollout into the same error.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionRequest:
     """One re-decision of decision step ``step`` (``None`` beyond the recorded horizon)."""

@@ -4,6 +4,12 @@ Sends the rebuilt context as chat messages with the recorded tools and sampling 
 (overridable), passes the rollout's ``seed``, parses tool calls, and retries transient
 failures (connection errors, timeouts, 429, 5xx) with exponential backoff.
 
+Fail fast: until the server has answered once, a connection it refuses or cannot open within
+``connect_timeout_s`` (or a first answer that times out) is retried only ``first_call_retries``
+times and then raises :class:`~otelcar.policies.base.PolicyUnavailable`, which stops the whole
+command within seconds; after a first answer the same errors are transient and get the full
+``max_retries``.
+
 Message mapping: ``system``/``user``/``assistant``/``tool`` pass through (an assistant's
 missing text is sent as ``""``: some servers reject ``null``); in multi-agent contexts the
 deciding agent's own messages become ``assistant`` and every other participant's become
@@ -19,7 +25,7 @@ import os
 from typing import Any
 
 from otelcar.messages import Message, ToolCall, parse_arguments
-from otelcar.policies.base import Decision, DecisionRequest, PolicyError
+from otelcar.policies.base import Decision, DecisionRequest, PolicyError, PolicyUnavailable
 
 log = logging.getLogger("otelcar.policies")
 STANDARD_ROLES = ("system", "user", "assistant", "tool", "developer")
@@ -108,7 +114,9 @@ class OpenAICompatiblePolicy:
         temperature: float | None = None,
         sampling_temperature: float = 1.0,
         timeout_s: float = 120.0,
+        connect_timeout_s: float = 5.0,
         max_retries: int = 4,
+        first_call_retries: int = 1,
         max_concurrency: int = 4,
         tool_choice: Any = None,
         extra_body: dict[str, Any] | None = None,
@@ -121,7 +129,9 @@ class OpenAICompatiblePolicy:
         self.temperature = temperature
         self.sampling_temperature = sampling_temperature
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self.max_retries = max_retries
+        self.first_call_retries = first_call_retries
         self.max_concurrency = max_concurrency
         self.tool_choice = tool_choice
         self.extra_body = extra_body or {}
@@ -130,6 +140,7 @@ class OpenAICompatiblePolicy:
         self._client: Any = None
         self._client_loop: Any = None
         self._warned_zero = False
+        self._answered = False  # has the server answered once (in this process)?
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable (for Ray workers): the client is not sent; each process makes its own."""
@@ -150,11 +161,15 @@ class OpenAICompatiblePolicy:
                     "the openai package is required for OpenAI-compatible "
                     "policies (pip install openai)"
                 ) from None
+            import httpx
+
             self._client = openai.AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=os.environ.get(self.api_key_env) or "not-needed",
                 max_retries=0,
-                timeout=self.timeout_s,
+                timeout=httpx.Timeout(
+                    self.timeout_s, connect=min(self.connect_timeout_s, self.timeout_s)
+                ),
             )
         return self._client
 
@@ -211,12 +226,21 @@ class OpenAICompatiblePolicy:
                     **body, extra_body=self.extra_body or None
                 )
                 break
-            except (
-                openai.APIConnectionError,
-                openai.APITimeoutError,
-                openai.RateLimitError,
-                openai.InternalServerError,
-            ) as exc:
+            except openai.APIConnectionError as exc:  # refused, unreachable, timed out
+                if not self._answered and attempt >= self.first_call_retries:
+                    raise PolicyUnavailable(
+                        f"{self.name}: the server at {self.base_url or 'the default URL'} "
+                        f"cannot be reached ({_reason(exc)}; {attempt + 1} attempts, no "
+                        "answer yet): is it running?"
+                    ) from None
+                if attempt == self.max_retries:
+                    raise PolicyError(
+                        f"{self.name} at {self.base_url}: {_reason(exc)} "
+                        f"(after {attempt + 1} attempts)"
+                    ) from None
+                await asyncio.sleep(delay)
+                delay *= 2
+            except (openai.RateLimitError, openai.InternalServerError) as exc:
                 if attempt == self.max_retries:
                     raise PolicyError(
                         f"{self.name} at {self.base_url}: {exc} (after {attempt + 1} attempts)"
@@ -227,6 +251,7 @@ class OpenAICompatiblePolicy:
                 raise PolicyError(
                     f"{self.name} at {self.base_url} refused the request: {exc}"
                 ) from None
+        self._answered = True
         if not response.choices:
             raise PolicyError(f"{self.name} returned no choices")
         usage = response.usage
@@ -237,3 +262,11 @@ class OpenAICompatiblePolicy:
             policy=self.name,
             raw={"id": response.id, "model": response.model},
         )
+
+
+def _reason(exc: Exception) -> str:
+    """An OpenAI client connection error with its cause: "Connection error. (All connection
+    attempts failed)"."""
+    cause = exc.__cause__ or exc.__context__
+    detail = str(cause) if cause is not None else ""
+    return f"{exc} ({detail})" if detail and detail not in str(exc) else str(exc)

@@ -10,13 +10,13 @@ JSON-encoded). Either may be a coroutine function.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 from collections.abc import Callable
 from typing import Any
 
 from otelcar.messages import Message
 from otelcar.policies.base import Decision, DecisionRequest, PolicyError, ToolRequest
+from otelcar.usercode import call_user
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -38,13 +38,6 @@ def load_callable(spec: str) -> Callable[..., Any]:
     return target
 
 
-async def _call(function: Callable[..., Any], argument: Any) -> Any:
-    result = function(argument)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
 class CallableLLMPolicy:
     """An LLM policy that calls a Python function."""
 
@@ -56,7 +49,7 @@ class CallableLLMPolicy:
         self.max_concurrency = max_concurrency
 
     async def decide(self, request: DecisionRequest) -> Decision:
-        result = await _call(self.function, request)
+        result = await call_user(self.function, request, role="policy function")
         if isinstance(result, Decision):
             return result
         if isinstance(result, str):
@@ -80,7 +73,7 @@ class CallableToolPolicy:
         self.max_concurrency = max_concurrency
 
     async def run(self, request: ToolRequest) -> str:
-        result = await _call(self.function, request)
+        result = await call_user(self.function, request, role="tool function")
         return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
@@ -90,7 +83,5 @@ class KeywordToolPolicy(CallableToolPolicy):
 
     async def run(self, request: ToolRequest) -> str:
         arguments = request.arguments if isinstance(request.arguments, dict) else {}
-        result = self.function(**arguments)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await call_user(self.function, role="tool function", **arguments)
         return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)

@@ -8,7 +8,7 @@ Typical use::
     result = run_plan(run, Plan((Resample(4),)), env, rollouts=20, seed=7, outcome=outcome)
 """
 
-from otelcar.replay.engine import RolloutSet, run_plan, run_plan_async
+from otelcar.replay.engine import RolloutSet, RolloutsFailed, run_plan, run_plan_async
 from otelcar.replay.fidelity import FidelityReport, check_fidelity, check_fidelity_async
 from otelcar.replay.harness import (
     Accounting,
@@ -66,6 +66,7 @@ __all__ = [
     "Resample",
     "Rollout",
     "RolloutSet",
+    "RolloutsFailed",
     "SwapModel",
     "check_fidelity",
     "check_fidelity_async",

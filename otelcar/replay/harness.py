@@ -25,6 +25,7 @@ from otelcar.policies.base import (
     DecisionRequest,
     LLMPolicy,
     PolicyError,
+    PolicyUnavailable,
     ToolRequest,
 )
 from otelcar.policies.registry import PolicyRegistry
@@ -75,14 +76,18 @@ class Budget:
 
 @dataclass(slots=True)
 class Accounting:
-    """What a run cost: policy calls (cache hits are free), tokens, tool-policy calls."""
+    """What a run cost: policy calls (cache hits are free; ``failed_calls`` are those that
+    raised, counted apart), tokens, tool-policy calls, and how many rollouts ran and failed."""
 
     llm_calls: int = 0
+    failed_calls: int = 0
     cache_hits: int = 0
     tool_calls: int = 0
     cassette_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    rollouts_run: int = 0
+    rollouts_failed: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
@@ -129,8 +134,10 @@ class Environment:
             self.budget.reserve()
             async with self.semaphore(f"llm:{policy.name}", policy.max_concurrency):
                 decision = await policy.decide(request)
-        except BaseException:
+        except BaseException as exc:
             future.set_result(None)  # the waiters try for themselves
+            if isinstance(exc, Exception) and not isinstance(exc, BudgetExhausted):
+                self.accounting.failed_calls += 1
             raise
         finally:
             del self._pending[key]
@@ -351,6 +358,8 @@ async def replay(
             k += 1
     except BudgetExhausted as exc:
         result.status, result.error = "budget", str(exc)
+    except PolicyUnavailable:
+        raise  # the policy never answered: the whole command stops (policies/base.py)
     except (ReplayError, PolicyError) as exc:
         result.status, result.error = "failed", str(exc)
     except Exception as exc:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from otelcar.cost import policy_calls_text
 from otelcar.render import attribution_report
 
 CLASS_STYLE = {"design flaw": "bold red", "suspect": "yellow", "bad luck": "", "not blamed": "dim"}
@@ -68,7 +69,7 @@ def aggregate_report(console: Console, doc: Mapping[str, Any]) -> None:
         console.print(Text(f"skipped {t['trace_id']}: {t.get('reason') or ''}", style="yellow"))
     cost = doc.get("cost") or {}
     console.print(
-        f"cost: {cost.get('llm_calls', 0)} policy calls, {cost.get('rollouts', 0)} rollouts, "
+        f"cost: {policy_calls_text(cost)}, {cost.get('rollouts', 0)} rollouts, "
         f"{cost.get('wall_s', 0)} s",
         highlight=False,
     )

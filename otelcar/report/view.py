@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otelcar.attribution.aggregate import step_identity
+from otelcar.cost import policy_calls_text
 from otelcar.report.markup import Safe, el, esc
 from otelcar.report.svg import interval
 
@@ -48,7 +49,7 @@ def pretty(value: Any) -> str:
 
 def cost_text(cost: Mapping[str, Any]) -> str:
     tokens = (cost.get("input_tokens") or 0) + (cost.get("output_tokens") or 0)
-    parts = [f"{cost.get('llm_calls', 0)} policy calls"]
+    parts = [policy_calls_text(cost)]
     if cost.get("cache_hits"):
         parts.append(f"{cost['cache_hits']} cache hits")
     parts.append(f"{tokens} tokens")
