@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from otelcar import Store
+from tests.parts import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 OTLP = ROOT / "fixtures" / "otlp"
@@ -33,9 +34,9 @@ import importlib.util  # noqa: E402
 
 def _require_local_model() -> None:
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip(
-            "llama-cpp-python is not importable: install the `local` extra "
-            "(pip install -e '.[dev,local]'; `make test` does)"
+        missing(
+            "llama-cpp-python (the embedded local model)",
+            "install the `local` extra: `make test` does (scripts/llama-wheel.sh builds it)",
         )
 
 

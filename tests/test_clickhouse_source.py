@@ -32,12 +32,11 @@ from otelcar.sources.exporter_rows import restore_body, restore_value
 from otelcar.trajectory import build_traces
 from tests.clickhouse_exporter import as_string, create_tables, insert_frames
 from tests.conftest import LEGACY_CONTENT, NEW_CONTENT, OTLP
+from tests.parts import need_module
 from tests.test_attribution import POLICY
 
-clickhouse_connect = pytest.importorskip(
-    "clickhouse_connect", reason="install the clickhouse extra: pip install -e '.[dev]'"
-)
-pytest.importorskip("chdb", reason="install the clickhouse extra: pip install -e '.[dev]'")
+clickhouse_connect = need_module("clickhouse_connect", "pip install -e '.[dev]'; `make test` does")
+need_module("chdb", "pip install -e '.[dev]'; `make test` does")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"

@@ -36,6 +36,7 @@ from otelcar.report import (
 )
 from otelcar.report.data import full_context
 from otelcar.report.markup import script_json
+from tests.parts import missing
 from tests.test_aggregate import agent_trace_otlp, write_dump
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,9 +156,9 @@ def fix_doc(step: int) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if CHROMIUM is None or CHROMEDRIVER is None:
-        pytest.skip(
-            "headless Chromium not found (chromium and chromedriver on PATH: Debian packages "
-            "chromium and chromium-driver, which `make test` installs)"
+        missing(
+            "headless Chromium (chromium and chromedriver on PATH)",
+            "Debian packages chromium and chromium-driver, which `make test` installs",
         )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
