@@ -73,7 +73,7 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
 def _setup(
     ctx: click.Context, trace_id: str, config_path: Path | None, fail_if: tuple[str, ...]
 ) -> tuple[Any, Any]:
-    from otelcar.cli import _run_and_config
+    from otelcar.cli_common import run_and_config as _run_and_config
 
     run, config, _ = _run_and_config(ctx, trace_id, config_path)
     apply_fail_if(config, fail_if, required=False)
@@ -85,7 +85,7 @@ def _step(value: str) -> int | str:
 
 
 def _progress(what: str) -> Progress:
-    from otelcar.cli import stderr_progress
+    from otelcar.cli_common import stderr_progress
 
     return stderr_progress(
         SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} re-decisions")
@@ -239,7 +239,7 @@ def why_command(
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
     from otelcar.attribution.context import why
-    from otelcar.cli import _console
+    from otelcar.cli_common import console as _console
     from otelcar.replay import Budget
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
@@ -337,7 +337,7 @@ def fix_command(
     """
     from otelcar.attribution.regression import write_regression_test
     from otelcar.attribution.repair import FixError, fix
-    from otelcar.cli import _console
+    from otelcar.cli_common import console as _console
     from otelcar.replay import Budget
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
@@ -447,7 +447,7 @@ def test_command(
     from otelcar.attribution.context import resolve_step
     from otelcar.attribution.decisions import same_decision
     from otelcar.attribution.regression import write_regression_test
-    from otelcar.cli import _console
+    from otelcar.cli_common import console as _console
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     base_seed = seed if seed is not None else config.replay.seed

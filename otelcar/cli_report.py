@@ -83,7 +83,8 @@ def report_command(
     results of the same trace, or an aggregate (`aggregate --json`). A result written without
     its timeline gets it from the store when the trace is there.
     """
-    from otelcar.cli import _console, _store
+    from otelcar.cli_common import console as _console
+    from otelcar.cli_common import open_store as _store
     from otelcar.errors import OtelcarError
     from otelcar.report import read_result, write_aggregate_html, write_html
     from otelcar.report.terminal import result_report
@@ -175,7 +176,9 @@ def aggregate_command(
     import polars as pl
 
     from otelcar.attribution.aggregate import aggregate, attribute_traces
-    from otelcar.cli import _console, _store, stderr_progress
+    from otelcar.cli_common import console as _console
+    from otelcar.cli_common import open_store as _store
+    from otelcar.cli_common import stderr_progress
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
     from otelcar.report.terminal import aggregate_report

@@ -132,3 +132,24 @@ def test_schema_command_lists_files(run):
         "fix.schema.json",
         "aggregate.schema.json",
     ]
+
+
+def test_version_and_help_load_no_heavy_library():
+    """`otelcar --version` starts in the time of click alone: polars, scipy, numpy, grpc,
+    rich and the reports load only when a command needs them (the start-up benchmark,
+    benchmarks/startup.py, measures the time)."""
+    import subprocess
+    import sys
+
+    heavy = ("polars", "scipy", "numpy", "grpc", "rich", "otelcar.report", "otelcar.store")
+    probe = (
+        "import sys\n"
+        "from otelcar.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout
+    assert "otelcar, version" in done.stdout

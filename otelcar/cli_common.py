@@ -1,0 +1,136 @@
+"""What every ``otelcar`` command shares: the consoles, JSON output, the store, loading a
+trace with its project config, and the one place errors become ``error:`` lines.
+
+Light on purpose: it imports click only, so that ``otelcar --version`` and ``--help`` start
+fast; rich, polars and the library load inside the functions, when a command runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from otelcar.config import debug_enabled
+from otelcar.errors import OtelcarError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from otelcar.store import Store
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A rich console on stdout (or stderr) that does not squeeze tables into 80 columns
+    when piped or captured."""
+    from rich.console import Console
+
+    out = Console(stderr=stderr, soft_wrap=False)
+    if not out.is_terminal:
+        out = Console(stderr=stderr, soft_wrap=False, width=max(out.width, 200))
+    return out
+
+
+def stderr_progress(*columns: Any) -> Progress:
+    """A progress display with ``columns`` on stderr that disappears when done, and is off
+    when stderr is not a terminal (logs and pipes get no control sequences)."""
+    from rich.progress import Progress
+
+    err = console(stderr=True)
+    return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def open_store(ctx: click.Context, *, create: bool = False) -> Store:
+    """The store chosen with ``--store`` (or ``$OTELCAR_HOME``)."""
+    from otelcar.store import Store
+
+    return Store(ctx.obj["store"], create=create)
+
+
+def load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str, Any, dict]:
+    """``(full id, steps, trace summary row)`` of one trace, from ``--source`` or the
+    ``configured`` :class:`~otelcar.sources.SourceSettings` when either is set, else from the
+    local store."""
+    from otelcar.cli_options import chosen_source
+
+    settings = chosen_source(ctx, configured)
+    if settings is not None:
+        from otelcar.sources import open_source
+
+        with open_source(settings) as source:
+            loaded = source.load(trace_id)
+        return loaded.trace_id, loaded.steps, loaded.summary
+    store = open_store(ctx)
+    full_id = store.resolve(trace_id)
+    traces = store.traces()
+    summary = traces.filter(traces["trace_id"] == full_id).row(0, named=True)
+    return full_id, store.steps(full_id), summary
+
+
+def run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None) -> tuple:
+    """``(recorded run, project config, steps)`` of one trace, with ``config_path`` (default:
+    ./otelcar.toml when present) and its ``[source]``."""
+    from otelcar.project_config import load_config
+    from otelcar.replay import load_run
+
+    config = load_config(config_path)
+    full_id, steps, _ = load_trace(ctx, trace_id, config.source)
+    return load_run(full_id, steps), config, steps
+
+
+class LibraryError(click.ClickException):
+    """A library error shown as one ``error:`` line, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True, file=file)
+
+
+class OtelcarGroup(click.Group):
+    """Turns every error into one ``error:`` line, in one place: an :class:`OtelcarError` as
+    its message, anything else (a bug) with its type and a pointer to ``--debug``, which (as
+    ``OTELCAR_DEBUG=1``) shows the traceback instead."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            if debug_enabled() or (ctx.obj or {}).get("debug"):
+                raise
+            if isinstance(exc, OtelcarError):
+                raise LibraryError(str(exc)) from exc
+            raise LibraryError(
+                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"
+            ) from exc
+
+
+class LazyGroup(OtelcarGroup):
+    """A command group whose subcommands live in modules imported only when one is used
+    (``lazy``: command name → ``"module:attribute"``), as click's documentation suggests for
+    large CLIs; ``--help`` imports them all to list their help."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module_name, _, attribute = self.lazy[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)

@@ -1,0 +1,301 @@
+"""The commands that bring traces in and show them: ``import``, ``traces``, ``show``,
+``records``, ``reindex``, ``collect``, and ``schema`` (the contracts).
+
+Loaded by :mod:`otelcar.cli` only when one of them runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
+
+from otelcar.cli_common import (
+    console,
+    emit_json,
+    load_trace,
+    open_store,
+    stderr_progress,
+)
+from otelcar.cli_options import (
+    TimeParam,
+    chosen_source,
+    config_option,
+    source_option,
+)
+from otelcar.contracts import render_schema_files
+from otelcar.importer import expand_paths, iter_file_records
+from otelcar.ingest.files import FILE_FORMATS
+from otelcar.ingest.formats import export_formats
+from otelcar.render import import_report, step_details, steps_table, traces_table
+from otelcar.views import records_view, steps_view, trace_view, traces_view
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice([*FILE_FORMATS, *(f.name for f in export_formats())]),
+    default="auto",
+    show_default=True,
+    help="File format; auto sniffs each file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
+@click.pass_context
+def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool) -> None:
+    """Import OTLP dumps (JSON, JSON lines, protobuf, length-prefixed; gzip ok).
+
+    Directories are walked. Records that cannot be decoded are kept in the store with the
+    reason; the exit status is 1 only when nothing at all could be imported.
+    """
+    store = open_store(ctx, create=True)
+    files = expand_paths(paths)
+    total = sum(p.stat().st_size for p in files)
+    progress = stderr_progress(
+        TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn()
+    )
+    done: dict[Path, int] = {}
+    with progress:
+        task = progress.add_task("import", total=total or None)
+
+        def on_bytes(path: Path, consumed: int) -> None:
+            done[path] = consumed
+            progress.update(task, completed=sum(done.values()))
+
+        report = store.import_records(iter_file_records(files, format=fmt, on_bytes=on_bytes))
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        import_report(console(), report)
+    if not report.ok:
+        sys.exit(1)
+
+
+@click.command("traces")
+@click.option("--service", help="Only traces of this service.")
+@click.option("--since", type=TimeParam(), help="Only traces started at or after (ISO 8601, 6h).")
+@click.option("--until", type=TimeParam(), help="Only traces started before (ISO 8601, 30m).")
+@click.option(
+    "--limit",
+    type=int,
+    default=None,
+    help="Only the newest N traces (with --source: default 100).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON list (schemas/traces-list.schema.json)."
+)
+@source_option()
+@config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
+@click.pass_context
+def traces_command(
+    ctx: click.Context,
+    service: str | None,
+    since: int | None,
+    until: int | None,
+    limit: int | None,
+    as_json: bool,
+    config_path: Path | None,
+) -> None:
+    """List the traces in the store (or in --source): id, service, start, steps, llm/tool
+    counts, errors, dialect, whether content was captured."""
+    from otelcar.project_config import load_source
+
+    settings = chosen_source(ctx, load_source(config_path))
+    if settings is not None:
+        from otelcar.sources import TraceFilter, open_source
+
+        wanted = TraceFilter(service=service, since_ns=since, until_ns=until, limit=limit)
+        with open_source(settings) as source:
+            traces = source.traces(wanted)
+    else:
+        traces = open_store(ctx).traces()
+        if service:
+            traces = traces.filter(traces["service"] == service)
+        if since is not None:
+            traces = traces.filter(traces["start_ns"] >= since)
+        if until is not None:
+            traces = traces.filter(traces["start_ns"] < until)
+    if limit is not None:
+        traces = traces.tail(limit)
+    if as_json:
+        emit_json(traces_view(traces))
+    else:
+        console().print(traces_table(traces))
+
+
+@click.command("show")
+@click.argument("trace_id")
+@click.option("--json", "as_json", is_flag=True, help="JSON (schemas/show.schema.json).")
+@click.option(
+    "--parquet",
+    "parquet_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the steps table to this Parquet file.",
+)
+@click.option("--full", is_flag=True, help="Print every message, call and result of each step.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["llm", "tool", "agent", "other"]),
+    help="Only steps of this kind (repeatable).",
+)
+@source_option()
+@config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
+@click.pass_context
+def show_command(
+    ctx: click.Context,
+    trace_id: str,
+    as_json: bool,
+    parquet_path: Path | None,
+    full: bool,
+    kinds: tuple[str, ...],
+    config_path: Path | None,
+) -> None:
+    """Show the steps of one trace (TRACE_ID may be a unique prefix)."""
+    from otelcar.project_config import load_source
+
+    _, steps, row = load_trace(ctx, trace_id, load_source(config_path))
+    if kinds:
+        steps = steps.filter(steps["kind"].is_in(list(kinds)))
+    summary = trace_view(row)
+    if parquet_path is not None:
+        steps.write_parquet(parquet_path)
+        console(stderr=True).print(f"wrote {steps.height} steps to {parquet_path}")
+    if as_json:
+        emit_json({"trace": summary, "steps": steps_view(steps)})
+        return
+    if parquet_path is not None:
+        return
+    out = console()
+    out.print(steps_table(summary, steps))
+    if full:
+        for row in steps.iter_rows(named=True):
+            if row["kind"] in ("llm", "tool") or row["issues"]:
+                out.print(step_details(row))
+
+
+@click.command("records")
+@click.option(
+    "--status",
+    type=click.Choice(["imported", "partial", "unparsed", "duplicate"]),
+    help="Only records with this status.",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON list.")
+@click.pass_context
+def records_command(ctx: click.Context, status: str | None, as_json: bool) -> None:
+    """List the raw records kept in the store, with their status and reason."""
+    records = open_store(ctx).records()
+    if status:
+        records = records.filter(records["status"] == status)
+    if as_json:
+        emit_json(records_view(records))
+        return
+    out = console()
+    for row in records.iter_rows(named=True):
+        line = f"{row['status']:9} {row['source']} {row['position']}"
+        if row["n_spans"] or row["n_logs"]:
+            line += f"  ({row['n_spans']} spans, {row['n_logs']} logs)"
+        if row["reason"]:
+            line += f"  — {row['reason']}"
+        out.print(line, markup=False, highlight=False)
+    out.print(f"{records.height} records", style="bold")
+
+
+@click.command("reindex")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def reindex_command(ctx: click.Context, as_json: bool) -> None:
+    """Rebuild spans, steps and the trace index from the raw records."""
+    store = open_store(ctx)
+    with stderr_progress(
+        TextColumn("reindexing"), BarColumn(), TextColumn("{task.completed} records")
+    ) as progress:
+        task = progress.add_task("reindex", total=None)
+        report = store.reindex(progress=lambda n: progress.update(task, completed=n))
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        import_report(console(), report)
+
+
+@click.command("collect")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--grpc-port",
+    type=int,
+    default=4317,
+    show_default=True,
+    help="OTLP/gRPC port (0: any free port).",
+)
+@click.option(
+    "--http-port",
+    type=int,
+    default=4318,
+    show_default=True,
+    help="OTLP/HTTP port (0: any free port).",
+)
+@click.option("--no-grpc", is_flag=True, help="Do not serve OTLP/gRPC.")
+@click.option("--no-http", is_flag=True, help="Do not serve OTLP/HTTP.")
+@click.option(
+    "--max-request-bytes",
+    type=int,
+    default=32 * 1024 * 1024,
+    show_default=True,
+    help="Largest accepted request body (after decompression).",
+)
+@click.option(
+    "--ready-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the bound ports as JSON here once listening (for scripts).",
+)
+@click.pass_context
+def collect_command(
+    ctx: click.Context,
+    host: str,
+    grpc_port: int,
+    http_port: int,
+    no_grpc: bool,
+    no_http: bool,
+    max_request_bytes: int,
+    ready_file: Path | None,
+) -> None:
+    """Receive OTLP traces and logs (gRPC and HTTP) into the store until Ctrl-C / SIGTERM.
+
+    A batch is acknowledged only after its bytes are fsync-ed to the store's raw segments;
+    steps are derived in the background, so `otelcar traces` shows a trace within seconds.
+    """
+    from otelcar.receiver import Receiver, ReceiverConfig
+    from otelcar.receiver.console import run_until_stopped
+
+    config = ReceiverConfig(
+        host=host,
+        grpc_port=None if no_grpc else grpc_port,
+        http_port=None if no_http else http_port,
+        max_request_bytes=max_request_bytes,
+    )
+    receiver = Receiver(open_store(ctx, create=True), config)
+    run_until_stopped(receiver, console(), ready_file=ready_file)
+
+
+@click.command("schema")
+@click.option(
+    "--write",
+    "target",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the schema files into this directory instead of listing them.",
+)
+def schema_command(target: Path | None) -> None:
+    """The JSON contracts: steps table, normalized message, --json outputs."""
+    files = render_schema_files()
+    if target is None:
+        for name in files:
+            click.echo(name)
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (target / name).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {target / name}")

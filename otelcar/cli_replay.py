@@ -1,0 +1,303 @@
+"""The commands that rebuild the agent and replay it: ``replay`` (fidelity), ``rollout``
+(any plan) and ``attribute`` (which step caused the failure).
+
+Loaded by :mod:`otelcar.cli` only when one of them runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, TextColumn
+
+from otelcar.cli_common import (
+    console,
+    emit_json,
+    run_and_config,
+    stderr_progress,
+)
+from otelcar.cli_options import (
+    apply_fail_if,
+    config_option,
+    executor_for,
+    executor_options,
+    fail_if_option,
+    html_option,
+    json_option,
+    source_option,
+)
+
+
+@click.command("replay")
+@click.argument("trace_id")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="otelcar.toml (default: ./otelcar.toml if present).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the fidelity report as JSON.")
+@source_option()
+@click.pass_context
+def replay_command(
+    ctx: click.Context, trace_id: str, config_path: Path | None, as_json: bool
+) -> None:
+    """Fidelity check: replay the trace with every step held and compare with the recording.
+
+    Each LLM step gets a verdict: ok, held-only (reproduced, but changes upstream of it would
+    not propagate faithfully) or unreproducible, with the reason. With an outcome configured,
+    the recorded and replayed outcomes must agree. Exit status 1 when not reproducible.
+    """
+    from otelcar.replay import check_fidelity
+
+    run, config, steps = run_and_config(ctx, trace_id, config_path)
+    report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        from otelcar.render import fidelity_table
+
+        console().print(fidelity_table(report))
+    if not report.reproducible:
+        sys.exit(1)
+
+
+@click.command("rollout")
+@click.argument("trace_id")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="otelcar.toml with the policies and the outcome.",
+)
+@click.option(
+    "--resample",
+    "resample_steps",
+    type=int,
+    multiple=True,
+    help="Re-decide this step (repeatable).",
+)
+@click.option("--from-step", type=int, help="Hold the steps before it, re-decide the rest.")
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A plan as JSON (Plan.to_json()).",
+)
+@click.option("-n", "--rollouts", type=int, help="Rollouts (default: [replay] rollouts).")
+@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option(
+    "--parquet",
+    "parquet_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every rollout's steps to this Parquet file.",
+)
+@executor_options()
+@source_option()
+@click.pass_context
+def rollout_command(
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    resample_steps: tuple[int, ...],
+    from_step: int | None,
+    plan_path: Path | None,
+    rollouts: int | None,
+    seed: int | None,
+    as_json: bool,
+    parquet_path: Path | None,
+    executor: str | None,
+    ray_address: str | None,
+) -> None:
+    """Run an intervention plan on a trace R times and report how often it fails."""
+    from otelcar.replay import Budget, Environment, Plan, Resample, run_plan
+
+    run, config, _ = run_and_config(ctx, trace_id, config_path)
+    plan = Plan.from_json(plan_path.read_text()) if plan_path else Plan()
+    plan = plan + Plan(tuple(Resample(s) for s in resample_steps))
+    if from_step is not None:
+        plan = plan + Plan.resample_from(from_step, [d.step for d in run.decisions])
+    settings = config.replay
+    env = Environment(config.registry, Budget(settings.max_calls, settings.max_tokens))
+    count = rollouts if rollouts is not None else settings.rollouts
+    with (
+        executor_for(settings, executor, ray_address),
+        stderr_progress(
+            TextColumn("rollouts"), BarColumn(), TextColumn("{task.completed}/{task.total}")
+        ) as progress,
+    ):
+        task = progress.add_task("rollouts", total=count)
+        result = run_plan(
+            run,
+            plan,
+            env,
+            rollouts=count,
+            seed=seed if seed is not None else settings.seed,
+            outcome=config.outcome,
+            concurrency=settings.concurrency,
+            on_rollout=lambda _: progress.advance(task),
+        )
+    if parquet_path is not None:
+        result.steps().write_parquet(parquet_path)
+    summary = result.summary()
+    if as_json:
+        emit_json(summary)
+        return
+    out = console()
+    out.print(f"plan: {plan.describe()}", highlight=False)
+    judged = summary["judged"]
+    if config.outcome is not None:
+        out.print(f"outcome: {config.outcome.describe()}", highlight=False)
+        out.print(f"failed in {summary['failed']} of {judged} judged rollouts", highlight=False)
+    out.print(
+        f"status: {summary['status']}; cost: {summary['cost']}; {summary['wall_s']} s",
+        highlight=False,
+    )
+    for error in summary["errors"][:10]:
+        out.print(f"  {error}", style="yellow", highlight=False)
+
+
+@click.command("attribute")
+@click.argument("trace_id")
+@config_option()
+@click.option("--base-url", help="OpenAI-compatible server for the 'llm' policy (overrides).")
+@click.option("--model", help="Model name for --base-url.")
+@fail_if_option()
+@click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
+@click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Adaptive mode (the default without --rollouts): looks at doubling rollout counts, "
+    "stopping when the culprit is decided or nothing can still become significant.",
+)
+@click.option(
+    "--max-rollouts",
+    type=int,
+    default=64,
+    show_default=True,
+    help="Adaptive mode: most rollouts per plan.",
+)
+@click.option(
+    "--first-look",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Adaptive mode: rollouts per plan at the first look (then doubling).",
+)
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "curve", "bisect"]),
+    default="auto",
+    show_default=True,
+    help="curve: every step's q; bisect: binary search for the largest jump (long traces), "
+    "falling back to the curve when the ends show no rise; auto: bisect above 40 decisions.",
+)
+@click.option(
+    "--shapley",
+    is_flag=True,
+    help="Also Shapley values of the steps with the largest effects (AND/OR failures).",
+)
+@click.option(
+    "--shapley-pairs",
+    type=int,
+    default=4,
+    show_default=True,
+    help="Antithetic permutation pairs for --shapley.",
+)
+@click.option("--budget", type=int, help="Most policy calls to spend.")
+@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
+@executor_options()
+@json_option("attribution.schema.json")
+@html_option()
+@source_option()
+@click.pass_context
+def attribute_command(
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    base_url: str | None,
+    model: str | None,
+    fail_if: tuple[str, ...],
+    rollouts: int | None,
+    adaptive: bool,
+    max_rollouts: int,
+    first_look: int,
+    confidence: float,
+    mode: str,
+    shapley: bool,
+    shapley_pairs: int,
+    budget: int | None,
+    seed: int | None,
+    credit: bool,
+    executor: str | None,
+    ray_address: str | None,
+    json_path: Path | None,
+    html_path: Path | None,
+) -> None:
+    """Which step caused the failure: the commitment curve, step effects with intervals and
+    Holm-adjusted exact tests, the culprit, and what it cost."""
+    from otelcar.attribution import attribute
+    from otelcar.policies import OpenAICompatiblePolicy
+    from otelcar.render import attribution_report
+    from otelcar.replay import Budget
+    from otelcar.report import RolloutSampler, with_report_sections, write_html
+
+    if adaptive and rollouts is not None:
+        raise click.UsageError("--adaptive and --rollouts exclude each other")
+    run, config, steps = run_and_config(ctx, trace_id, config_path)
+    if base_url:
+        config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
+    apply_fail_if(config, fail_if, required=True)
+    settings = config.replay
+    with (
+        executor_for(settings, executor, ray_address),
+        stderr_progress(
+            TextColumn("rollouts"), BarColumn(), TextColumn("{task.completed} done")
+        ) as progress,
+    ):
+        task = progress.add_task("attribute", total=None)
+        sampler = RolloutSampler(then=lambda _: progress.advance(task))
+        result = attribute(
+            run,
+            registry=config.registry,
+            outcome=config.outcome,
+            confidence=confidence,
+            rollouts=rollouts,
+            first_look=first_look,
+            max_rollouts=max_rollouts,
+            seed=seed if seed is not None else settings.seed,
+            budget=Budget(
+                budget if budget is not None else settings.max_calls, settings.max_tokens
+            ),
+            concurrency=settings.concurrency,
+            credit=credit,
+            on_rollout=sampler,
+            mode=mode,
+            shapley=shapley,
+            shapley_pairs=shapley_pairs,
+        )
+    if json_path is not None or html_path is not None:
+        document = with_report_sections(
+            result.to_dict(), steps=steps, sampler=sampler, outcome=config.outcome
+        )
+    if html_path is not None:
+        write_html(html_path, attribution=document)
+    if json_path is not None:
+        text = json.dumps(document, indent=2, ensure_ascii=False)
+        if str(json_path) == "-":
+            click.echo(text)
+            return
+        json_path.write_text(text + "\n", encoding="utf-8")
+    attribution_report(console(), result)
+    if json_path is not None:
+        console().print(f"result written to {json_path}", highlight=False)
+    if html_path is not None:
+        console().print(f"report written to {html_path}", highlight=False)
