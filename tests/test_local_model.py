@@ -358,7 +358,7 @@ def test_seeded_generation_matches_the_golden_tokens(local_model_path):
 @pytest.mark.slow
 def test_grammar_prefilter_gives_the_grammar_first_chain_outputs(local_model_path, monkeypatch):
     """Checking the grammar only on the tokens that can be drawn changes no output: the
-    refund agent's decisions, token for token, at several seeds and temperatures."""
+    refund agent's decisions, token for token, at several seeds, temperatures and cuts."""
     from otelcar.model import load_llama
     from otelcar.model.chat_format import GRAMMAR_SAMPLER_ENV
     from tests.golden.make_local_model_golden import tool_request
@@ -371,11 +371,15 @@ def test_grammar_prefilter_gives_the_grammar_first_chain_outputs(local_model_pat
     def decisions(sampler: str) -> list[str]:
         monkeypatch.setenv(GRAMMAR_SAMPLER_ENV, sampler)
         out = []
-        for seed, temperature in ((1, 1.0), (2, 0.7), (3, 1.3)):
+        # Each margin rule: top-p < 1; top-p = 1 with min-p; neither.
+        for seed, temperature, top_p, min_p in ((1, 1.0, 0.95, 0.05), (2, 0.7, 1.0, 0.05),
+                                                (3, 1.3, 1.0, 0.0)):  # fmt: skip
             for body in (request, triage):
                 llama.reset()
                 reply = llama.create_chat_completion(
-                    **{**body, "temperature": temperature}, seed=seed, repeat_penalty=1.1
+                    **{**body, "temperature": temperature, "top_p": top_p, "min_p": min_p},
+                    seed=seed,
+                    repeat_penalty=1.1,
                 )
                 out.append(json.dumps(reply["choices"][0]["message"], sort_keys=True))
         return out

@@ -253,6 +253,8 @@ def _prefilter(llama: Any, grammar_text: str, sampling: Mapping[str, Any]) -> An
         llama,
         grammar_text,
         top_k=int(option("top_k", 40)),
+        top_p=option("top_p", 0.95),
+        min_p=option("min_p", 0.05),
         temperature=option("temperature", 0.8),
         repeat_penalty=option("repeat_penalty", 1.0),
         frequency_penalty=option("frequency_penalty", 0.0),

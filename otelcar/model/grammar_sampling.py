@@ -7,19 +7,24 @@ next: most of the embedded model's time per call went there. :class:`GrammarPref
 logits processor (the first link of the same chain) that asks the grammar about the tokens
 near the top only, sets every other logit to −∞, and leaves the chain without a grammar:
 
-1. *band*: the tokens whose (penalised) logit is within ``margin`` of the best token;
+1. *band*: the tokens whose (penalised) logit is within the margin of the best token;
 2. the grammar checks them; if none is allowed, it checks all the other tokens (exact);
-3. if the best allowed token is below the best token, the band is widened to ``margin``
+3. if the best allowed token is below the best token, the band is widened to the margin
    below the best allowed one and checked too.
 
 The same tokens reach top-k, in the same positions, with the same logits, so the outputs are
-token for token those of the grammar-first chain whenever top-p < 1 or min-p > 0 (the
-defaults): a token left out is at least ``margin`` = 20 · max(1, T) nats below an allowed
-one; with k allowed tokens in the band top-k picks exactly them; otherwise such a token adds
-less than half a float32 ulp to top-p's normalisation, which sums in descending order, so no
-probability changes, and it lies beyond top-p's cut. With neither top-p nor min-p it could
-only have been drawn with probability below e^−20. ``tests/test_local_model.py`` compares
-the two chains on the refund agent's requests.
+token for token those of the grammar-first chain. With k allowed tokens in the band top-k
+picks exactly them; otherwise a token left out is at least the margin below an allowed one:
+
+- with top-p < 1 (the server's default 0.95) the margin is 17.4 nats, and such a token adds
+  less than half a float32 ulp to top-p's normalisation, which sums the candidates in
+  descending order, so no probability changes, and it lies beyond top-p's cut;
+- with top-p = 1 and min-p > 0 it is −ln(min-p): min-p removes such a token before the
+  temperature and the draw;
+- with neither it is 20 · max(1, T) nats: it could only have been drawn with probability
+  below e^−20.
+
+``tests/test_local_model.py`` compares the two chains on the refund agent's requests.
 
 The grammar's state follows the generated tokens: each call first accepts the tokens added
 to ``input_ids`` since the previous call. Penalties (repeat, frequency, presence) are applied
@@ -31,14 +36,29 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import math
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
-#: A token left out of the band is at least this many nats (times max(1, T)) below an allowed
-#: token: exp(-20) is below half an ulp of float32 1.0 (2^-24), see the module docstring.
-MARGIN_NATS = 20.0
+#: With top-p < 1, a token this many nats below the best candidate adds less than half an
+#: ulp of float32 1.0 (2^-24 > e^-17.33) to top-p's normalisation: it changes nothing.
+TOP_P_MARGIN = 17.4
+#: Without top-p or min-p, a token left out is this many nats (times max(1, T)) below.
+PLAIN_MARGIN = 20.0
+
+
+def band_margin(*, temperature: float, top_p: float, min_p: float) -> float:
+    """How far below the best allowed token the band reaches, for these sampling options:
+    beyond it no token can change the draw (see the module docstring)."""
+    if top_p < 1.0:
+        return TOP_P_MARGIN
+    if min_p > 0.0:  # min-p drops every token below best + ln(min_p) before anything else
+        return -math.log(min_p) + 1e-3
+    return PLAIN_MARGIN * max(1.0, float(temperature))
+
+
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
@@ -58,6 +78,8 @@ class GrammarPrefilter:
         *,
         root: str = "root",
         top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
         temperature: float = 0.8,
         repeat_penalty: float = 1.0,
         frequency_penalty: float = 0.0,
@@ -71,7 +93,7 @@ class GrammarPrefilter:
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar")
         self.top_k = top_k
-        self.margin = MARGIN_NATS * max(1.0, float(temperature))
+        self.margin = band_margin(temperature=temperature, top_p=top_p, min_p=min_p)
         self.repeat_penalty = float(repeat_penalty)
         self.frequency_penalty = float(frequency_penalty)
         self.presence_penalty = float(presence_penalty)

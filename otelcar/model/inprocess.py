@@ -22,6 +22,7 @@ from otelcar.model.server import (
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
     DEFAULT_SEED,
+    default_batch_threads,
     default_threads,
 )
 
@@ -33,6 +34,7 @@ def load_llama(
     n_ctx: int = DEFAULT_N_CTX,
     seed: int = DEFAULT_SEED,
     n_threads: int | None = None,
+    n_threads_batch: int | None = None,
     verbose: bool = False,
     **kwargs: Any,
 ) -> Any:
@@ -56,7 +58,7 @@ def load_llama(
         n_ctx=n_ctx,
         seed=seed,
         n_threads=threads,
-        n_threads_batch=threads,
+        n_threads_batch=n_threads_batch or default_batch_threads(),
         verbose=verbose,
         **kwargs,
     )
