@@ -98,8 +98,10 @@ def banner(server: ModelServer) -> list[str]:
 def info_command(as_json: bool) -> None:
     """Where the model lives, whether it is prepared, and the installed package versions."""
     info = model_info()
+    build = _build()
     if as_json:
-        click.echo(json.dumps({"data_dir": str(data_dir()), **info.to_dict()}, indent=2))
+        document = {"data_dir": str(data_dir()), **info.to_dict(), **build}
+        click.echo(json.dumps(document, indent=2))
         return
     click.echo(f"data directory     {data_dir()}")
     click.echo(f"model file         {info.path}")
@@ -107,6 +109,23 @@ def info_command(as_json: bool) -> None:
     click.echo(f"prepared           {state}")
     click.echo(f"gguf package       {info.gguf_package or 'not installed'}")
     click.echo(f"llama-cpp-python   {info.llama_cpp_python or 'not installed'}")
+    if build["build_features"] is not None:
+        features = " ".join(name for name, on in build["build_features"].items() if on)
+        verdict = build["build_problem"] or "the portable build"
+        click.echo(f"llama.cpp build    {features} ({verdict})")
     click.echo(f"default format     {DEFAULT_CHAT_FORMAT}")
     if not info.prepared:
         click.echo("run `otelcar model prepare` (needs: pip install 'otelcar[local]')")
+
+
+def _build() -> dict[str, object]:
+    """The CPU features the installed llama.cpp was compiled with and what is wrong with them
+    (``None`` values without llama-cpp-python)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return {"build_features": None, "build_problem": None}
+    from otelcar.model.kernels import build_features, portable_build_problem
+
+    features = build_features()
+    return {"build_features": features, "build_problem": portable_build_problem(features)}
