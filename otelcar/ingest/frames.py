@@ -13,7 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SPAN_KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
+#: Times are stored as signed 64-bit nanoseconds (the year 2262): a larger value cannot be
+#: stored, and would stop every later build of the store.
+MAX_TIME_NS = 2**63 - 1
 STATUS_CODES = ("UNSET", "OK", "ERROR")
+
+
+def check_time(value: int, field_name: str) -> int:
+    """``value`` when it is a time the store can hold (0 … 2^63−1 ns), else ``ValueError``
+    naming ``field_name`` and the value (the span or log record is then rejected with it)."""
+    if not 0 <= value <= MAX_TIME_NS:
+        raise ValueError(f"{field_name} {value} is out of range (0 … 2^63-1 ns since the epoch)")
+    return value
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from otelcar.ingest.frames import (
     Decoded,
     LogFrame,
     SpanFrame,
+    check_time,
     normalize_id,
 )
 
@@ -141,7 +142,9 @@ def _events(items: Any) -> list[dict[str, Any]]:
     return [
         {
             "name": item.get("name", ""),
-            "time_ns": _int(_get(item, "timeUnixNano", "time_unix_nano")),
+            "time_ns": check_time(
+                _int(_get(item, "timeUnixNano", "time_unix_nano")), "events.timeUnixNano"
+            ),
             "attributes": key_values(item.get("attributes")),
         }
         for item in items or ()
@@ -165,18 +168,40 @@ def decode_traces(obj: Any) -> Decoded:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     read_id = _IdReader(out.problems)
-    for r_index, resource_spans in enumerate(_get(obj, "resourceSpans", "resource_spans", [])):
-        resource = key_values((resource_spans.get("resource") or {}).get("attributes"))
-        scopes = _get(resource_spans, "scopeSpans", "scope_spans", [])
+    resource_list = _get(obj, "resourceSpans", "resource_spans", [])
+    for r_index, resource_spans in enumerate(_as_list(resource_list, "resourceSpans", out)):
+        try:
+            resource = key_values((resource_spans.get("resource") or {}).get("attributes"))
+            scopes = _as_list(_get(resource_spans, "scopeSpans", "scope_spans", []), None, None)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            out.problems.append(f"resourceSpans[{r_index}]: malformed resource level ({exc})")
+            continue
         for s_index, scope_spans in enumerate(scopes):
-            scope = scope_spans.get("scope") or {}
-            for p_index, span in enumerate(scope_spans.get("spans") or ()):
-                where = f"resourceSpans[{r_index}].scopeSpans[{s_index}].spans[{p_index}]"
+            where_scope = f"resourceSpans[{r_index}].scopeSpans[{s_index}]"
+            try:
+                scope = scope_spans.get("scope") or {}
+                spans = _as_list(scope_spans.get("spans") or (), None, None)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                out.problems.append(f"{where_scope}: malformed scope level ({exc})")
+                continue
+            for p_index, span in enumerate(spans):
                 try:
                     out.spans.append(_span(span, resource, scope, read_id))
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                    out.problems.append(f"{where}: {exc}")
+                    out.problems.append(f"{where_scope}.spans[{p_index}]: {exc}")
     return out
+
+
+def _as_list(value: Any, name: str | None, out: Decoded | None) -> list[Any]:
+    """``value`` when it is a JSON array; else ``TypeError`` (or, with ``out``, one problem
+    recorded and nothing to iterate)."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    message = f"{name or 'value'} is a {type(value).__name__}, not an array"
+    if out is None:
+        raise TypeError(message)
+    out.problems.append(message)
+    return []
 
 
 def _span(
@@ -193,8 +218,12 @@ def _span(
         parent_span_id=read_id(_get(span, "parentSpanId", "parent_span_id"), 8),
         name=str(span.get("name", "")),
         kind=_enum(span.get("kind"), SPAN_KINDS, "SPAN_KIND_"),
-        start_ns=_int(_get(span, "startTimeUnixNano", "start_time_unix_nano")),
-        end_ns=_int(_get(span, "endTimeUnixNano", "end_time_unix_nano")),
+        start_ns=check_time(
+            _int(_get(span, "startTimeUnixNano", "start_time_unix_nano")), "startTimeUnixNano"
+        ),
+        end_ns=check_time(
+            _int(_get(span, "endTimeUnixNano", "end_time_unix_nano")), "endTimeUnixNano"
+        ),
         status_code=_enum(status.get("code"), STATUS_CODES, "STATUS_CODE_"),
         status_message=status.get("message") or None,
         attributes=key_values(span.get("attributes")),
@@ -215,17 +244,27 @@ def decode_logs(obj: Any) -> Decoded:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     read_id = _IdReader(out.problems)
-    for r_index, resource_logs in enumerate(_get(obj, "resourceLogs", "resource_logs", [])):
-        resource = key_values((resource_logs.get("resource") or {}).get("attributes"))
-        for s_index, scope_logs in enumerate(_get(resource_logs, "scopeLogs", "scope_logs", [])):
-            scope = scope_logs.get("scope") or {}
-            records = _get(scope_logs, "logRecords", "log_records", [])
+    resource_list = _get(obj, "resourceLogs", "resource_logs", [])
+    for r_index, resource_logs in enumerate(_as_list(resource_list, "resourceLogs", out)):
+        try:
+            resource = key_values((resource_logs.get("resource") or {}).get("attributes"))
+            scopes = _as_list(_get(resource_logs, "scopeLogs", "scope_logs", []), None, None)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            out.problems.append(f"resourceLogs[{r_index}]: malformed resource level ({exc})")
+            continue
+        for s_index, scope_logs in enumerate(scopes):
+            where_scope = f"resourceLogs[{r_index}].scopeLogs[{s_index}]"
+            try:
+                scope = scope_logs.get("scope") or {}
+                records = _as_list(_get(scope_logs, "logRecords", "log_records", []), None, None)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                out.problems.append(f"{where_scope}: malformed scope level ({exc})")
+                continue
             for l_index, record in enumerate(records):
-                where = f"resourceLogs[{r_index}].scopeLogs[{s_index}].logRecords[{l_index}]"
                 try:
                     out.logs.append(_log(record, resource, scope, read_id))
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                    out.problems.append(f"{where}: {exc}")
+                    out.problems.append(f"{where_scope}.logRecords[{l_index}]: {exc}")
     return out
 
 
@@ -234,8 +273,12 @@ def _log(
 ) -> LogFrame:
     attributes = key_values(record.get("attributes"))
     event_name = _get(record, "eventName", "event_name") or attributes.get("event.name")
-    time_ns = _int(_get(record, "timeUnixNano", "time_unix_nano")) or None
-    observed = _int(_get(record, "observedTimeUnixNano", "observed_time_unix_nano")) or None
+    time_ns = check_time(_int(_get(record, "timeUnixNano", "time_unix_nano")), "timeUnixNano")
+    observed = check_time(
+        _int(_get(record, "observedTimeUnixNano", "observed_time_unix_nano")),
+        "observedTimeUnixNano",
+    )
+    time_ns, observed = time_ns or None, observed or None
     return LogFrame(
         trace_id=read_id(_get(record, "traceId", "trace_id"), 16),
         span_id=read_id(_get(record, "spanId", "span_id"), 8),

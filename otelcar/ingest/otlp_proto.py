@@ -21,6 +21,7 @@ from otelcar.ingest.frames import (
     Decoded,
     LogFrame,
     SpanFrame,
+    check_time,
     normalize_id,
 )
 
@@ -164,13 +165,17 @@ def _span(span: Any, resource: dict[str, Any], scope: Any) -> SpanFrame:
         parent_span_id=normalize_id(span.parent_span_id, size=8),
         name=span.name,
         kind=SPAN_KINDS[kind] if 0 <= kind < len(SPAN_KINDS) else f"SPAN_KIND_{kind}",
-        start_ns=span.start_time_unix_nano,
-        end_ns=span.end_time_unix_nano,
+        start_ns=check_time(span.start_time_unix_nano, "start_time_unix_nano"),
+        end_ns=check_time(span.end_time_unix_nano, "end_time_unix_nano"),
         status_code=STATUS_CODES[code] if 0 <= code < len(STATUS_CODES) else f"CODE_{code}",
         status_message=span.status.message or None,
         attributes=key_values(span.attributes),
         events=[
-            {"name": e.name, "time_ns": e.time_unix_nano, "attributes": key_values(e.attributes)}
+            {
+                "name": e.name,
+                "time_ns": check_time(e.time_unix_nano, "events.time_unix_nano"),
+                "attributes": key_values(e.attributes),
+            }
             for e in span.events
         ],
         links=[
@@ -203,8 +208,11 @@ def decode_logs(data: bytes) -> Decoded:
                         LogFrame(
                             trace_id=normalize_id(record.trace_id, size=16),
                             span_id=normalize_id(record.span_id, size=8),
-                            time_ns=record.time_unix_nano or None,
-                            observed_time_ns=record.observed_time_unix_nano or None,
+                            time_ns=check_time(record.time_unix_nano, "time_unix_nano") or None,
+                            observed_time_ns=check_time(
+                                record.observed_time_unix_nano, "observed_time_unix_nano"
+                            )
+                            or None,
                             event_name=event_name if isinstance(event_name, str) else None,
                             body=any_value(record.body),
                             attributes=attributes,
@@ -223,8 +231,8 @@ def decode_logs(data: bytes) -> Decoded:
 def survey(data: bytes, signal: str) -> tuple[int, list[str], set[str]]:
     """Count a request's spans (or log records), check their ids and collect the trace ids,
     without converting attributes: the receiver's cheap admission check. It reports exactly
-    the problems :func:`decode_traces` / :func:`decode_logs` would (ids are the only part of a
-    parsed message that can be invalid).
+    the problems :func:`decode_traces` / :func:`decode_logs` would (ids, link ids and times are
+    the parts of a parsed message that can be invalid).
     """
     problems: list[str] = []
     trace_ids: set[str] = set()
@@ -237,6 +245,8 @@ def survey(data: bytes, signal: str) -> tuple[int, list[str], set[str]]:
                     try:
                         trace_id = normalize_id(record.trace_id, size=16)
                         normalize_id(record.span_id, size=8)
+                        check_time(record.time_unix_nano, "time_unix_nano")
+                        check_time(record.observed_time_unix_nano, "observed_time_unix_nano")
                     except ValueError as exc:
                         problems.append(f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}]: {exc}")
                         continue
@@ -254,6 +264,13 @@ def survey(data: bytes, signal: str) -> tuple[int, list[str], set[str]]:
                     normalize_id(span.parent_span_id, size=8)
                     if trace_id is None or span_id is None:
                         raise ValueError("span has no trace_id or span_id")
+                    check_time(span.start_time_unix_nano, "start_time_unix_nano")
+                    check_time(span.end_time_unix_nano, "end_time_unix_nano")
+                    for event in span.events:
+                        check_time(event.time_unix_nano, "events.time_unix_nano")
+                    for link in span.links:
+                        normalize_id(link.trace_id, size=16)
+                        normalize_id(link.span_id, size=8)
                 except ValueError as exc:
                     problems.append(f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]: {exc}")
                     continue

@@ -70,6 +70,8 @@ def _decode_json(payload: bytes) -> tuple[Decoded, str | None]:
         obj = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FormatError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply to decode") from None
     if not isinstance(obj, dict):
         raise FormatError(f"JSON is a {type(obj).__name__}, not an OTLP export object")
     if "resourceSpans" in obj or "resource_spans" in obj:

@@ -38,10 +38,13 @@ def handle(
     """Accept one export body; returns once it is durably stored (or why it was not)."""
     try:
         intake = accept(payload, signal=signal, encoding=encoding, source=f"otlp {peer}")
-    except FormatError as exc:
+    except Exception as exc:  # a body no check caught still gets an answer (400 / INVALID)
+        message = str(exc) if isinstance(exc, FormatError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, RecursionError):
+            message = "nested too deeply to decode"
         stats.bad()
-        log.warning("rejected %s %s body from %s: %s", signal, encoding, peer, exc)
-        return Outcome("invalid", message=str(exc))
+        log.warning("rejected %s %s body from %s: %s", signal, encoding, peer, message)
+        return Outcome("invalid", message=message)
     try:
         ticket = writer.submit(intake.record)
     except Backpressure as exc:

@@ -260,9 +260,10 @@ class Store:
             known.add(record_id)
             try:
                 decoded, signal = decode_record(record)
-            except FormatError as exc:
-                row["status"], row["reason"] = "unparsed", str(exc)
-                report.unparsed.append(RecordProblem(record.source, record.position, str(exc)))
+            except Exception as exc:  # whatever one record does, it is kept apart with why
+                reason = str(exc) if isinstance(exc, FormatError) else _decoder_failure(exc)
+                row["status"], row["reason"] = "unparsed", reason
+                report.unparsed.append(RecordProblem(record.source, record.position, reason))
                 record_rows.append(row)
                 continue
             for item in [*decoded.spans, *decoded.logs]:
@@ -370,3 +371,11 @@ class Store:
 
 
 __all__ = ["STEPS_PART_SCHEMA", "ImportReport", "Store"]
+
+
+def _decoder_failure(exc: BaseException) -> str:
+    """The reason kept for a record whose decoder raised something other than a
+    :class:`FormatError` (malformed in a way no check caught)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to decode"
+    return f"could not be decoded ({type(exc).__name__}: {exc})"
