@@ -25,13 +25,14 @@ if TYPE_CHECKING:
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A rich console on stdout (or stderr) that does not squeeze tables into 80 columns
+    """A rich console on stdout (or stderr) that shows trace text safely
+    (:class:`otelcar.safe_console.SafeConsole`) and does not squeeze tables into 80 columns
     when piped or captured."""
-    from rich.console import Console
+    from otelcar.safe_console import SafeConsole
 
-    out = Console(stderr=stderr, soft_wrap=False)
+    out = SafeConsole(stderr=stderr, soft_wrap=False)
     if not out.is_terminal:
-        out = Console(stderr=stderr, soft_wrap=False, width=max(out.width, 200))
+        out = SafeConsole(stderr=stderr, soft_wrap=False, width=max(out.width, 200))
     return out
 
 

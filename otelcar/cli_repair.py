@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
-from rich.text import Text
 
 from otelcar.cli_options import (
     apply_fail_if,
@@ -107,8 +106,11 @@ def _write_json(value: dict[str, Any], path: Path | None) -> bool:
 # -- rendering ---------------------------------------------------------------------------------
 def render_why(console: Console, result: WhyResult) -> None:
     """The headline, the chain of the headline cause, every confirmed piece, the cost."""
+    from otelcar.render import untrusted_text
+
     style = "green" if result.verdict == "cause" else "yellow"
-    console.print(Panel(Text(result.headline_text()), title="otelcar why", border_style=style))
+    headline = untrusted_text(result.headline_text())
+    console.print(Panel(headline, title="otelcar why", border_style=style))
     console.print(
         f"step {result.step} ({result.step_reason}); same decision: {result.same}; "
         f"policy {result.policy}",
@@ -166,8 +168,11 @@ def render_why(console: Console, result: WhyResult) -> None:
 
 
 def render_fix(console: Console, result: FixResult) -> None:
+    from otelcar.render import untrusted_text
+
     style = "green" if result.best else "red"
-    console.print(Panel(Text(result.headline()), title="otelcar fix", border_style=style))
+    headline = untrusted_text(result.headline())
+    console.print(Panel(headline, title="otelcar fix", border_style=style))
     if result.cause:
         console.print(f'cause (otelcar why): "{result.cause}" [{result.cause_label}]')
     table = Table(title=f"candidates (base: {result.base_bad}/{result.base_n} bad)")

@@ -14,15 +14,22 @@ from rich.text import Text
 
 from otelcar.cost import policy_calls_text
 from otelcar.messages import decode_arguments
+from otelcar.safe_text import visible
 from otelcar.store.report import ImportReport
 
 KIND_STYLE = {"llm": "bold cyan", "tool": "bold green", "agent": "bold magenta", "other": "dim"}
 
 
+def untrusted_text(text: Any, style: str = "") -> Text:
+    """Trace text as a rich ``Text``: controls and invisible characters escaped
+    (:func:`otelcar.safe_text.visible`), never parsed as rich markup."""
+    return Text(visible("" if text is None else str(text)), style=style)
+
+
 def _clip(text: str | None, limit: int) -> str:
     if text is None:
         return ""
-    flat = " ".join(text.split())
+    flat = " ".join(visible(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -91,16 +98,16 @@ def traces_table(traces: pl.DataFrame) -> Table:
         table.add_column(column, no_wrap=column in ("trace id", "start (UTC)"))
     for row in traces.iter_rows(named=True):
         table.add_row(
-            row["trace_id"],
-            row["service"] or "",
+            untrusted_text(row["trace_id"]),
+            untrusted_text(row["service"] or ""),
             _time(row["start_ns"]),
             _duration(row["start_ns"], row["end_ns"]),
             str(row["n_steps"]),
             str(row["n_llm"]),
             str(row["n_tool"]),
             Text(str(row["n_errors"]), style="red" if row["n_errors"] else ""),
-            ", ".join(row["dialects"] or []),
-            row["content_captured"],
+            untrusted_text(", ".join(row["dialects"] or [])),
+            untrusted_text(row["content_captured"]),
             str(row["n_issues"]) if row["n_issues"] else "",
         )
     return table
@@ -111,7 +118,7 @@ def steps_table(summary: dict[str, Any], steps: pl.DataFrame) -> Table:
         f"trace {summary['trace_id']} · {summary['service'] or '?'} · "
         f"{_time(summary['start_ns'])} UTC · {summary['n_steps']} steps"
     )
-    table = Table(title=title, header_style="bold", expand=True)
+    table = Table(title=untrusted_text(title), header_style="bold", expand=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("kind", no_wrap=True)
     table.add_column("name", no_wrap=True)
@@ -127,16 +134,16 @@ def steps_table(summary: dict[str, Any], steps: pl.DataFrame) -> Table:
         name = row["name"] or ""
         if row["synthesized"]:
             name += " (synth)"
-        gist = Text(step_summary(row))
+        gist = untrusted_text(step_summary(row))
         if row["status"] == "ERROR":
-            gist = Text(f"ERROR {row['error'] or ''} ", style="red") + gist
+            gist = untrusted_text(f"ERROR {row['error'] or ''} ", style="red") + gist
         if row["issues"]:
             gist.append(f"  [{len(row['issues'])} issue(s)]", style="yellow")
         table.add_row(
             str(row["step"]),
-            Text(row["kind"], style=KIND_STYLE.get(row["kind"], "")),
-            name,
-            row["agent_name"] or "",
+            untrusted_text(row["kind"], style=KIND_STYLE.get(row["kind"], "")),
+            untrusted_text(name),
+            untrusted_text(row["agent_name"] or ""),
             _duration(row["start_ns"], row["end_ns"]),
             tokens,
             gist,
@@ -152,21 +159,21 @@ def step_details(row: dict[str, Any]) -> Panel:
             head = f"[{index}] {message['role']}"
             if message.get("tool_call_id"):
                 head += f" (answers {message['tool_call_id']})"
-            parts.append(Text(head, style="bold"))
+            parts.append(untrusted_text(head, style="bold"))
             if message.get("content") is not None:
-                parts.append(Text(message["content"]))
+                parts.append(untrusted_text(message["content"]))
             if message.get("tool_calls"):
-                parts.append(Text("calls " + _calls(message), style="green"))
+                parts.append(untrusted_text("calls " + _calls(message), style="green"))
         output = row["output"]
-        parts.append(Text(f"→ output ({row['finish_reason'] or '?'})", style="bold cyan"))
+        parts.append(untrusted_text(f"→ output ({row['finish_reason'] or '?'})", style="bold cyan"))
         if output:
             if output.get("content") is not None:
-                parts.append(Text(output["content"]))
+                parts.append(untrusted_text(output["content"]))
             if output.get("tool_calls"):
-                parts.append(Text("calls " + _calls(output), style="green"))
+                parts.append(untrusted_text("calls " + _calls(output), style="green"))
     elif row["kind"] == "tool":
         parts.append(
-            Text(
+            untrusted_text(
                 f"call id {row['tool_call_id'] or '?'}"
                 + (" (linked by name and order)" if row["link_inferred"] else "")
                 + (
@@ -176,26 +183,28 @@ def step_details(row: dict[str, Any]) -> Panel:
                 )
             )
         )
-        parts.append(Text("arguments " + _args(row["tool_args"]), style="green"))
+        parts.append(untrusted_text("arguments " + _args(row["tool_args"]), style="green"))
         parts.append(
-            Text(
+            untrusted_text(
                 "result "
                 + (row["tool_result"] if row["tool_result"] is not None else "(not recorded)")
             )
         )
     for issue in row["issues"] or []:
-        parts.append(Text("issue: " + issue, style="yellow"))
+        parts.append(untrusted_text("issue: " + issue, style="yellow"))
     title = f"step {row['step']} · {row['kind']} · {row['name']}"
     return Panel(
-        Group(*parts) if parts else Text("(nothing recorded)"), title=title, title_align="left"
+        Group(*parts) if parts else untrusted_text("(nothing recorded)"),
+        title=untrusted_text(title),
+        title_align="left",
     )
 
 
 def import_report(console: Console, report: ImportReport) -> None:
     style = "green" if report.ok and not report.unparsed else "yellow" if report.ok else "red"
-    console.print(Text(report.headline(), style=style))
+    console.print(untrusted_text(report.headline(), style=style))
     for line in report.details():
-        console.print(Text(line))
+        console.print(untrusted_text(line))
 
 
 def fidelity_table(report: Any) -> Table:
@@ -206,7 +215,7 @@ def fidelity_table(report: Any) -> Table:
         + ("reproducible" if report.reproducible else "NOT reproducible")
         + ("" if report.propagates or not report.reproducible else " (some steps held-only)")
     )
-    table = Table(title=title, header_style="bold")
+    table = Table(title=untrusted_text(title), header_style="bold")
     table.add_column("step", justify="right")
     table.add_column("agent")
     table.add_column("verdict")
@@ -214,9 +223,9 @@ def fidelity_table(report: Any) -> Table:
     for step in report.steps:
         table.add_row(
             str(step.step),
-            step.agent or "",
+            untrusted_text(step.agent or ""),
             Text(step.verdict, style=verdict_style.get(step.verdict, "")),
-            "; ".join(step.reasons),
+            untrusted_text("; ".join(step.reasons)),
         )
     caption = [
         f"replay ended: {report.replay_status}"
@@ -227,7 +236,7 @@ def fidelity_table(report: Any) -> Table:
             f"outcome '{report.outcome}': recorded failed={report.recorded_failed}, "
             f"replayed failed={report.replayed_failed}"
         )
-    table.caption = "\n".join(caption)
+    table.caption = untrusted_text("\n".join(caption))
     return table
 
 
@@ -239,12 +248,14 @@ def attribution_report(console: Console, result: Any) -> None:
     """
     doc = result if isinstance(result, dict) else result.to_dict()
     style = {"culprit": "bold red", "locked-in": "bold yellow", "undecided": "bold"}
-    console.print(Text(doc["headline"], style=style.get(doc["verdict"], "")))
+    console.print(untrusted_text(doc["headline"], style=style.get(doc["verdict"], "")))
     gists = {s["step"]: s.get("gist") or "" for s in (doc.get("timeline") or {}).get("steps", [])}
     table = Table(
         header_style="bold",
-        title=f"commitment curve of {doc['trace_id']} "
-        f"({doc['mode']}, {doc['confidence']:.1%} intervals, outcome: {doc['outcome']})",
+        title=untrusted_text(
+            f"commitment curve of {doc['trace_id']} "
+            f"({doc['mode']}, {doc['confidence']:.1%} intervals, outcome: {doc['outcome']})"
+        ),
     )
     columns = ["step", "agent", "name", "q (fail | held ≤ step)", "Δ step effect", "p (Holm)", "n"]
     if gists:
@@ -255,8 +266,8 @@ def attribution_report(console: Console, result: Any) -> None:
     def row(*cells: Any, action: str = "") -> None:
         items = list(cells)
         if gists:
-            items.insert(3, Text(_clip(action, 60)))
-        table.add_row(*items)
+            items.insert(3, untrusted_text(_clip(action, 60)))
+        table.add_row(*(untrusted_text(item) if isinstance(item, str) else item for item in items))
 
     b = doc["baseline"]
     row(
@@ -308,4 +319,4 @@ def attribution_report(console: Console, result: Any) -> None:
             highlight=False,
         )
     for note in doc.get("notes") or []:
-        console.print(Text(f"note: {note}", style="yellow"))
+        console.print(untrusted_text(f"note: {note}", style="yellow"))

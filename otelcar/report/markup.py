@@ -11,8 +11,11 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
+
+from otelcar.safe_text import INVISIBLE, escape_char, visible
 
 
 class Safe(str):
@@ -22,12 +25,26 @@ class Safe(str):
 
 
 def esc(value: Any) -> Safe:
-    """``value`` as HTML text (escaped; ``None`` → empty)."""
+    """``value`` as HTML text (escaped; ``None`` → empty). Control, escape, bidi and
+    zero-width characters become visible escapes marked ``<span class="ctl">``
+    (:mod:`otelcar.safe_text`), so hidden text cannot hide or reorder what a page shows."""
     if isinstance(value, Safe):
         return value
     if value is None:
         return Safe("")
-    return Safe(html.escape(str(value), quote=True))
+    return Safe(INVISIBLE.sub(_marked, html.escape(str(value), quote=True)))
+
+
+def attr(value: Any) -> str:
+    """``value`` as an attribute value (escaped; invisible characters as visible escapes)."""
+    if isinstance(value, Safe):
+        return value
+    return html.escape(visible(str(value)), quote=True)
+
+
+def _marked(match: re.Match[str]) -> str:
+    char = match.group()
+    return f'<span class="ctl" title="U+{ord(char):04X}">{escape_char(char)}</span>'
 
 
 def join(items: Iterable[Any], sep: str = "") -> Safe:
@@ -50,7 +67,7 @@ def el(tag: str, *children: Any, **attrs: Any) -> Safe:
         if value is True:
             parts.append(_attr_name(name))
         else:
-            parts.append(f'{_attr_name(name)}="{esc(value)}"')
+            parts.append(f'{_attr_name(name)}="{attr(value)}"')
     head = "<" + " ".join(parts) + ">"
     if tag in ("br", "hr", "meta", "img", "input", "link"):
         return Safe(head)

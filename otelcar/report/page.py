@@ -15,6 +15,7 @@ from otelcar import __version__
 from otelcar.report.markup import Safe, el, esc, script_json
 
 CSS = """
+.ctl { color: #b00; background: #fee; border-radius: 2px; font-family: monospace; }
 :root{--fg:#1d2330;--muted:#5d6677;--line:#d8dde6;--bg:#fff;--soft:#f5f7fa;--red:#c62828;
 --orange:#e08a00;--green:#2e7d32;--blue:#1f5fbf;--mark:#ffe08a}
 *{box-sizing:border-box}

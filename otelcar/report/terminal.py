@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from otelcar.cost import policy_calls_text
-from otelcar.render import attribution_report
+from otelcar.render import attribution_report, untrusted_text
 
 CLASS_STYLE = {"design flaw": "bold red", "suspect": "yellow", "bad luck": "", "not blamed": "dim"}
 
@@ -28,7 +28,7 @@ def aggregate_report(console: Console, doc: Mapping[str, Any]) -> None:
     """The headline and the ranked step identities of ``otelcar aggregate``."""
     steps = doc.get("steps") or []
     flaw = bool(steps) and steps[0]["classification"] == "design flaw"
-    console.print(Text(doc["headline"], style="bold red" if flaw else "bold"))
+    console.print(untrusted_text(doc["headline"], style="bold red" if flaw else "bold"))
     n = (doc.get("counts") or {}).get("attributed", 0)
     table = Table(
         header_style="bold",
@@ -53,7 +53,7 @@ def aggregate_report(console: Console, doc: Mapping[str, Any]) -> None:
         mean = s.get("mean_delta")
         table.add_row(
             str(rank),
-            Text(s["identity"]),
+            untrusted_text(s["identity"]),
             Text(s["classification"], style=CLASS_STYLE.get(s["classification"], "")),
             f"{s['culprit']}/{n}",
             f"{s['share']:.0%} {_interval(s['share_ci'], percent=True)}",
@@ -66,7 +66,8 @@ def aggregate_report(console: Console, doc: Mapping[str, Any]) -> None:
     console.print(table)
     skipped = [t for t in doc.get("traces") or [] if t["status"] == "skipped"]
     for t in skipped[:10]:
-        console.print(Text(f"skipped {t['trace_id']}: {t.get('reason') or ''}", style="yellow"))
+        line = f"skipped {t['trace_id']}: {t.get('reason') or ''}"
+        console.print(untrusted_text(line, style="yellow"))
     cost = doc.get("cost") or {}
     console.print(
         f"cost: {policy_calls_text(cost)}, {cost.get('rollouts', 0)} rollouts, "
@@ -74,7 +75,7 @@ def aggregate_report(console: Console, doc: Mapping[str, Any]) -> None:
         highlight=False,
     )
     for note in doc.get("notes") or []:
-        console.print(Text(f"note: {note}", style="yellow"))
+        console.print(untrusted_text(f"note: {note}", style="yellow"))
 
 
 def result_report(console: Console, doc: Mapping[str, Any]) -> None:
@@ -85,4 +86,5 @@ def result_report(console: Console, doc: Mapping[str, Any]) -> None:
     elif kind == "aggregate":
         aggregate_report(console, doc)
     else:
-        console.print(Text(f"{kind}: {doc.get('headline') or '(no headline)'}", style="bold"))
+        headline = f"{kind}: {doc.get('headline') or '(no headline)'}"
+        console.print(untrusted_text(headline, style="bold"))
