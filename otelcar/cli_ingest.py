@@ -26,7 +26,7 @@ from otelcar.cli_options import (
     source_option,
 )
 from otelcar.contracts import render_schema_files
-from otelcar.importer import expand_paths, iter_file_records
+from otelcar.importer import collect_paths, iter_file_records
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
 from otelcar.render import import_report, step_details, steps_table, traces_table
@@ -49,10 +49,11 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
     """Import OTLP dumps (JSON, JSON lines, protobuf, length-prefixed; gzip ok).
 
     Directories are walked. Records that cannot be decoded are kept in the store with the
-    reason; the exit status is 1 only when nothing at all could be imported.
+    reason; paths that cannot be read are listed with why, the others imported. The exit
+    status is 1 when nothing at all could be imported or a named path could not be read.
     """
     store = open_store(ctx, create=True)
-    files = expand_paths(paths)
+    files, skipped = collect_paths(paths)
     total = sum(p.stat().st_size for p in files)
     progress = stderr_progress(
         TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn()
@@ -66,11 +67,12 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
             progress.update(task, completed=sum(done.values()))
 
         report = store.import_records(iter_file_records(files, format=fmt, on_bytes=on_bytes))
+    report.skipped_paths.extend(skipped)
     if as_json:
         emit_json(report.to_dict())
     else:
         import_report(console(), report)
-    if not report.ok:
+    if not report.complete:
         sys.exit(1)
 
 

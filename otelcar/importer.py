@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord, decode_record
 from otelcar.schema import STEPS_SCHEMA
 from otelcar.store import ImportReport, Store
+from otelcar.store.report import RecordProblem
 from otelcar.trajectory import build_traces
 
 
@@ -44,25 +46,90 @@ def _is_dump_name(path: Path) -> bool:
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files named, and the dump files under named directories (sorted; hidden files and
-    names not ending in one of :data:`DUMP_SUFFIXES` (optionally ``.gz``) are skipped)."""
-    out: list[Path] = []
+    names not ending in one of :data:`DUMP_SUFFIXES` (optionally ``.gz``) are skipped).
+
+    Raises :class:`FormatError` for the first named path that cannot be read;
+    :func:`collect_paths` reports every problem instead."""
+    files, skipped = collect_paths(paths)
+    for problem in skipped:
+        if problem.position == "named":
+            raise FormatError(f"{problem.source}: {problem.reason}")
+    return files
+
+
+def collect_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[RecordProblem]]:
+    """The files to import, and every path that will not be, with why.
+
+    A named path that is missing, unreadable, not a regular file or a symbolic link that
+    leads nowhere (or in a loop) is reported with position ``named``; while a named directory
+    is walked, unreadable directories, symbolic links to directories (not followed), broken
+    or looping links and empty files are reported with position ``walked``. Files named
+    explicitly are read whatever their name; a walk takes the :data:`DUMP_SUFFIXES` only.
+    """
+    files: list[Path] = []
+    skipped: list[RecordProblem] = []
     for item in paths:
         path = Path(item)
-        if path.is_dir():
-            out.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file()
-                    and _is_dump_name(p)
-                    and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                )
-            )
-        elif path.exists():
-            out.append(path)
+        problem = _unreadable(path)
+        if problem is not None:
+            skipped.append(RecordProblem(str(path), "named", problem))
+        elif path.is_dir():
+            files.extend(_walk(path, skipped))
         else:
-            raise FormatError(f"{path}: no such file or directory")
-    return out
+            files.append(path)
+    return files, skipped
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` (named by the user) cannot be read, or ``None``."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            return "symbolic link to nothing"
+        return "no such file or directory"
+    except OSError as exc:  # a symlink loop (ELOOP), a permission problem on the way
+        return f"cannot be read ({exc.strerror or exc})"
+    if path.is_dir():
+        return None if os.access(path, os.R_OK | os.X_OK) else "directory cannot be read"
+    if not path.is_file():
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
+def _walk(root: Path, skipped: list[RecordProblem]) -> list[Path]:
+    """The dump files under ``root`` (sorted), noting in ``skipped`` what is left out."""
+    found: list[Path] = []
+
+    def unreadable(error: OSError) -> None:
+        where = error.filename or str(root)
+        skipped.append(RecordProblem(where, "walked", f"directory cannot be read ({error})"))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        base = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in list(dirs):
+            if (base / name).is_symlink():
+                dirs.remove(name)
+                skipped.append(
+                    RecordProblem(
+                        str(base / name), "walked", "symbolic link to a directory (not followed)"
+                    )
+                )
+        for name in sorted(names):
+            path = base / name
+            if name.startswith(".") or not _is_dump_name(path):
+                continue
+            problem = _unreadable(path)
+            if problem is None and path.stat().st_size == 0:
+                problem = "empty file"
+            if problem is not None:
+                skipped.append(RecordProblem(str(path), "walked", problem))
+            else:
+                found.append(path)
+    return found
 
 
 def iter_file_records(
@@ -84,10 +151,13 @@ def import_files(
     format: str = "auto",
     on_bytes: Callable[[Path, int], None] | None = None,
 ) -> ImportReport:
-    """Import dump files into ``store`` (the default store when ``None``)."""
+    """Import dump files into ``store`` (the default store when ``None``); a path that
+    cannot be read is listed in the report's ``skipped_paths`` and the others are imported."""
     store = store or Store()
-    files = expand_paths(paths)
-    return store.import_records(iter_file_records(files, format=format, on_bytes=on_bytes))
+    files, skipped = collect_paths(paths)
+    report = store.import_records(iter_file_records(files, format=format, on_bytes=on_bytes))
+    report.skipped_paths.extend(skipped)
+    return report
 
 
 def read_otlp(paths: str | Path | Iterable[str | Path], *, format: str = "auto") -> pl.DataFrame:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from otelcar import STEPS_SCHEMA
 from otelcar.cli import cli
-from tests.conftest import BAD, NEW_CONTENT, OTLP
+from tests.conftest import BAD, LEGACY_CONTENT, NEW_CONTENT, OTLP
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,7 +100,33 @@ def test_exit_codes_and_error_messages(run):
     assert missing.exit_code == 2
     assert "error: no trace id starts with 'ffff'" in missing.output
     nofile = run("import", "/nonexistent/dump.jsonl")
-    assert nofile.exit_code == 2 and "no such file" in nofile.output
+    assert nofile.exit_code == 1 and "/nonexistent/dump.jsonl: no such file" in nofile.output
+
+
+def test_import_reads_every_path_it_can_and_lists_the_others(run, tmp_path):
+    """A missing path named beside a good file no longer aborts the run; every path that is
+    not read is listed with why, also those found while walking a directory."""
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    (folder / "good.jsonl").write_bytes((OTLP / "new_content.traces.jsonl").read_bytes())
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")
+    (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    (folder / "elsewhere").symlink_to(tmp_path, target_is_directory=True)
+    result = run(
+        "import", "--json", str(tmp_path / "missing.jsonl"), str(folder),
+        str(OTLP / "legacy_content.traces.jsonl"),
+    )  # fmt: skip
+    assert result.exit_code == 1  # a named path could not be read
+    report = json.loads(result.output)
+    assert {NEW_CONTENT, LEGACY_CONTENT} <= set(report["traces"])
+    skipped = report["skipped_paths"]
+    reasons = {Path(p["source"]).name: (p["position"], p["reason"]) for p in skipped}
+    assert reasons["missing.jsonl"] == ("named", "no such file or directory")
+    assert reasons["empty.jsonl"] == ("walked", "empty file")
+    assert reasons["loop.jsonl"][0] == "walked" and "cannot be read" in reasons["loop.jsonl"][1]
+    assert reasons["gone.jsonl"] == ("walked", "symbolic link to nothing")
+    assert reasons["elsewhere"] == ("walked", "symbolic link to a directory (not followed)")
 
 
 def test_records_and_reindex(run):

@@ -81,7 +81,28 @@ def test_empty_file_has_no_records_and_corrupt_gzip_is_explained(tmp_path: Path)
     data = gzip.compress((OTLP / "new_content.traces.jsonl").read_bytes())
     broken.write_bytes(data[: len(data) // 2])
     records = list(read_records(broken))
-    assert records[-1].note is not None and "corrupt" in records[-1].note
+    assert records[-1].note is not None and "ends early" in records[-1].note
+    # Corrupt (not cut) data is still explained as such.
+    garbled = tmp_path / "garbled.jsonl.gz"
+    garbled.write_bytes(data[:20] + b"\xff" * 64 + data[84:])
+    assert "corrupt" in (list(read_records(garbled))[-1].note or "")
+
+
+def test_a_truncated_gzip_keeps_every_record_before_the_cut(tmp_path: Path):
+    lines = (OTLP / "new_content.traces.jsonl").read_bytes().splitlines(keepends=True)
+    whole = b"".join(lines * 30)
+    data = gzip.compress(whole)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) * 3 // 4])
+    records = list(read_records(cut))
+    decoded = [r for r in records if r.note is None and r.payload.rstrip().endswith(b"}")]
+    assert len(decoded) >= len(lines) * 30 // 2  # most of it was whole
+    assert "ends early" in (records[-1].note or "")
+    # Several gzip members (concatenated files) read as one stream, nothing flagged.
+    members = tmp_path / "members.jsonl.gz"
+    members.write_bytes(gzip.compress(whole) + gzip.compress(whole))
+    again = list(read_records(members))
+    assert len(again) == 2 * len(lines) * 30 and all(r.note is None for r in again)
 
 
 def test_a_first_line_longer_than_the_sniff_window_is_still_json_lines(tmp_path: Path):

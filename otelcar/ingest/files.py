@@ -19,7 +19,9 @@ Records stream out one at a time, so a file is never held twice in memory.
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,9 +43,59 @@ def _open(path: Path) -> tuple[BinaryIO, Callable[[], int]]:
     raw = path.open("rb")
     if raw.read(2) == _GZIP_MAGIC:
         raw.seek(0)
-        return gzip.GzipFile(fileobj=raw, mode="rb"), raw.tell  # type: ignore[return-value]
+        return io.BufferedReader(TolerantGzip(raw)), raw.tell  # type: ignore[return-value]
     raw.seek(0)
     return raw, raw.tell
+
+
+class TolerantGzip(io.RawIOBase):
+    """A gzip stream (all members) that, when the file is cut short, returns everything up
+    to the cut and then ends, instead of raising and losing what was whole before it.
+
+    After the end, :attr:`truncated` says whether the input ended inside a member;
+    :func:`read_records` then adds a record that says where the file was cut. Corrupt data
+    (not a cut) still raises ``gzip.BadGzipFile`` / ``zlib.error``.
+    """
+
+    def __init__(self, raw: BinaryIO, chunk: int = 1 << 16) -> None:
+        self._raw = raw
+        self._chunk = chunk
+        self._inflate = zlib.decompressobj(wbits=31)
+        self._fed = False  # has the current member had any input?
+        self._pending = b""
+        self._done = False
+        self.truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending and not self._done:
+            if self._inflate.eof:  # a member ended: the next one starts with what is left
+                data = self._inflate.unused_data or self._raw.read(self._chunk)
+                self._inflate, self._fed = zlib.decompressobj(wbits=31), False
+                if not data:
+                    self._done = True
+                    break
+            else:
+                data = self._inflate.unconsumed_tail or self._raw.read(self._chunk)
+                if not data:
+                    self._done = True
+                    self.truncated = self._fed  # the input ended inside a member
+                    break
+            self._fed = True
+            try:
+                self._pending = self._inflate.decompress(data, self._chunk)
+            except zlib.error as exc:
+                raise gzip.BadGzipFile(f"corrupt gzip data: {exc}") from None
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def sniff(head: bytes, first_line: bytes | None = None) -> str:
@@ -105,9 +157,10 @@ def _sniff_file(path: Path) -> tuple[str, bytes]:
     stream, _ = _open(path)
     with stream:
         head = stream.read(65536)
-        first_line = None
-        if head.lstrip()[:1] in (b"{", b"["):
-            stream.seek(0)
+    first_line = None
+    if head.lstrip()[:1] in (b"{", b"["):
+        stream, _ = _open(path)  # from the start again (a gzip stream does not seek)
+        with stream:
             first_line = stream.readline(_MAX_FRAME)
             head = first_line + stream.read(65536)
     return sniff(head, first_line), head
@@ -194,6 +247,15 @@ def read_records(
     stream, position = _open(path)
     with stream:
         yield from _guard(reader(stream, str(path), position, progress), str(path))
+        if getattr(getattr(stream, "raw", None), "truncated", False):
+            yield RawRecord(
+                b"",
+                FORMAT_UNKNOWN,
+                str(path),
+                "end of file",
+                note="gzip data ends early (the file was cut): every record before the cut "
+                "was read, what followed it is lost",
+            )
 
 
 def _guard(records: Iterator[RawRecord], source: str) -> Iterator[RawRecord]:

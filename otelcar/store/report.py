@@ -32,11 +32,19 @@ class ImportReport:
     traces: set[str] = field(default_factory=set)
     new_traces: int = 0
     quarantined: list[str] = field(default_factory=list)
+    #: Paths not read, with why: position ``named`` (a path the user named: an error) or
+    #: ``walked`` (found while walking a named directory: a note).
+    skipped_paths: list[RecordProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """False only when nothing at all could be imported (and nothing was already there)."""
         return self.imported > 0 or self.duplicates > 0
+
+    @property
+    def complete(self) -> bool:
+        """:attr:`ok`, and every path the user named could be read."""
+        return self.ok and not any(p.position == "named" for p in self.skipped_paths)
 
     def merge(self, other: ImportReport) -> None:
         self.records += other.records
@@ -51,6 +59,7 @@ class ImportReport:
         self.traces |= other.traces
         self.new_traces += other.new_traces
         self.quarantined.extend(other.quarantined)
+        self.skipped_paths.extend(other.skipped_paths)
 
     def headline(self) -> str:
         """``N records, M imported, D already in the store, K kept unparsed: reasons…``"""
@@ -85,6 +94,9 @@ class ImportReport:
             lines.append(f"  unparsed {problem.source} {problem.position}: {problem.reason}")
         for item in self.quarantined:
             lines.append(f"  quarantined {item}")
+        for problem in self.skipped_paths:
+            what = "not read" if problem.position == "named" else "skipped"
+            lines.append(f"  {what} {problem.source}: {problem.reason}")
         return lines
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +113,7 @@ class ImportReport:
             "traces": sorted(self.traces),
             "new_traces": self.new_traces,
             "quarantined": self.quarantined,
+            "skipped_paths": [vars_of(p) for p in self.skipped_paths],
         }
 
 
