@@ -33,13 +33,7 @@ from otelcar.cli_options import (
 
 @click.command("replay")
 @click.argument("trace_id")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="otelcar.toml (default: ./otelcar.toml if present).",
-)
+@config_option("otelcar.toml (default: ./otelcar.toml if present).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fidelity report as JSON.")
 @source_option()
 @click.pass_context
@@ -68,13 +62,7 @@ def replay_command(
 
 @click.command("rollout")
 @click.argument("trace_id")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="otelcar.toml with the policies and the outcome.",
-)
+@config_option("otelcar.toml with the policies and the outcome.")
 @click.option(
     "--resample",
     "resample_steps",
