@@ -65,6 +65,17 @@ def decode_record(record: RawRecord) -> tuple[Decoded, str | None]:
     raise FormatError(f"unrecognised format ({_describe(record.payload)})")
 
 
+def failure_reason(exc: BaseException) -> str:
+    """Why a record could not be decoded, for any exception its decoder raised: a
+    :class:`FormatError`'s own message, else what went wrong where no check caught it (the
+    store keeps the record with this reason; the receiver answers 400 with it)."""
+    if isinstance(exc, FormatError):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to decode"
+    return f"could not be decoded ({type(exc).__name__}: {exc})"
+
+
 def _decode_json(payload: bytes) -> tuple[Decoded, str | None]:
     try:
         obj = json.loads(payload)

@@ -77,7 +77,7 @@ def portable_build_problem(features: dict[str, bool], machine: str | None = None
             "wheel: `make` does (scripts/llama-wheel.sh)"
         )
     if machine in ("x86_64", "amd64"):
-        missing = sorted({"AVX2", "FMA", "F16C"} - enabled)
+        missing = sorted(X86_64_BASELINE - enabled)
         if missing:
             return (
                 f"llama.cpp was compiled without {', '.join(missing)}: not the portable x86-64 "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from otelcar.errors import FormatError
+from otelcar.ingest.raw import failure_reason
 from otelcar.receiver.intake import Intake, accept
 from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import Backpressure, DurableWriter, WriterClosed
@@ -39,9 +39,7 @@ def handle(
     try:
         intake = accept(payload, signal=signal, encoding=encoding, source=f"otlp {peer}")
     except Exception as exc:  # a body no check caught still gets an answer (400 / INVALID)
-        message = str(exc) if isinstance(exc, FormatError) else f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, RecursionError):
-            message = "nested too deeply to decode"
+        message = failure_reason(exc)
         stats.bad()
         log.warning("rejected %s %s body from %s: %s", signal, encoding, peer, message)
         return Outcome("invalid", message=message)

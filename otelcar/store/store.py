@@ -26,9 +26,9 @@ from pathlib import Path
 import polars as pl
 
 from otelcar.config import default_store_path
-from otelcar.errors import FormatError, StoreError, TraceNotFound
+from otelcar.errors import StoreError, TraceNotFound
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.raw import RawRecord, decode_record
+from otelcar.ingest.raw import RawRecord, decode_record, failure_reason
 from otelcar.schema import TRACES_SCHEMA
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport, RecordProblem
@@ -261,7 +261,7 @@ class Store:
             try:
                 decoded, signal = decode_record(record)
             except Exception as exc:  # whatever one record does, it is kept apart with why
-                reason = str(exc) if isinstance(exc, FormatError) else _decoder_failure(exc)
+                reason = failure_reason(exc)
                 row["status"], row["reason"] = "unparsed", reason
                 report.unparsed.append(RecordProblem(record.source, record.position, reason))
                 record_rows.append(row)
@@ -371,11 +371,3 @@ class Store:
 
 
 __all__ = ["STEPS_PART_SCHEMA", "ImportReport", "Store"]
-
-
-def _decoder_failure(exc: BaseException) -> str:
-    """The reason kept for a record whose decoder raised something other than a
-    :class:`FormatError` (malformed in a way no check caught)."""
-    if isinstance(exc, RecursionError):
-        return "nested too deeply to decode"
-    return f"could not be decoded ({type(exc).__name__}: {exc})"
