@@ -250,6 +250,35 @@ def reindex_command(ctx: click.Context, as_json: bool) -> None:
     help="Largest accepted request body (after decompression).",
 )
 @click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds an HTTP client has for its headers, and for its body plus one second "
+    "per --min-upload-rate bytes sent; slower requests get 408.",
+)
+@click.option(
+    "--min-upload-rate",
+    type=click.IntRange(min=1),
+    default=32 * 1024,
+    show_default=True,
+    help="Bytes per second an HTTP body must arrive at, on average, past --request-timeout.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Open HTTP connections at most (when full, the oldest idle one makes room).",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="On Ctrl-C / SIGTERM: seconds requests in progress have to finish.",
+)
+@click.option(
     "--ready-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the bound ports as JSON here once listening (for scripts).",
@@ -263,14 +292,21 @@ def collect_command(
     no_grpc: bool,
     no_http: bool,
     max_request_bytes: int,
+    request_timeout: float,
+    min_upload_rate: int,
+    max_connections: int,
+    grace: float,
     ready_file: Path | None,
 ) -> None:
     """Receive OTLP traces and logs (gRPC and HTTP) into the store until Ctrl-C / SIGTERM.
 
     A batch is acknowledged only after its bytes are fsync-ed to the store's raw segments;
     steps are derived in the background, so `otelcar traces` shows a trace within seconds.
+    It may run while `otelcar import` writes the same store. On SIGTERM it stops accepting,
+    answers the requests in progress (within --grace seconds) and exits 0.
     """
     from otelcar.receiver import Receiver, ReceiverConfig
+    from otelcar.receiver.connections import Deadlines
     from otelcar.receiver.console import run_until_stopped
 
     config = ReceiverConfig(
@@ -278,9 +314,15 @@ def collect_command(
         grpc_port=None if no_grpc else grpc_port,
         http_port=None if no_http else http_port,
         max_request_bytes=max_request_bytes,
+        max_connections=max_connections,
+        deadlines=Deadlines(
+            header_timeout_s=request_timeout,
+            body_timeout_s=request_timeout,
+            min_upload_bytes_per_s=min_upload_rate,
+        ),
     )
     receiver = Receiver(open_store(ctx, create=True), config)
-    run_until_stopped(receiver, console(), ready_file=ready_file)
+    run_until_stopped(receiver, console(), ready_file=ready_file, grace_s=grace)
 
 
 @click.command("schema")

@@ -19,6 +19,10 @@ class StoreError(OtelcarError):
     """The local store is missing, locked, corrupt or of an unknown layout."""
 
 
+class StoreBusy(StoreError):
+    """Another writer holds the store's lock for longer than the caller would wait."""
+
+
 class TraceNotFound(OtelcarError):
     """No trace (or more than one trace) matches the given id or prefix."""
 

@@ -39,9 +39,14 @@ def banner(receiver: Receiver) -> list[str]:
 
 
 def run_until_stopped(
-    receiver: Receiver, console: Console, *, ready_file: Path | None = None
+    receiver: Receiver,
+    console: Console,
+    *,
+    ready_file: Path | None = None,
+    grace_s: float = 10.0,
 ) -> None:
-    """Start, print the banner and live counts, stop cleanly on SIGINT/SIGTERM."""
+    """Start, print the banner and live counts; on SIGINT/SIGTERM stop accepting, give
+    requests in progress ``grace_s`` to finish, write and derive everything accepted."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -67,5 +72,13 @@ def run_until_stopped(
                 console.print(line, highlight=False)
                 last = line
     console.print("stopping: writing and deriving what was received…", highlight=False)
-    receiver.stop()
+    receiver.stop(grace_s)
+    if receiver.unfinished:
+        console.print(
+            Text(
+                f"{receiver.unfinished} HTTP request(s) were still arriving after {grace_s:g} s "
+                "and were not acknowledged (their clients retry)",
+                style="yellow",
+            )
+        )
     console.print("stopped; " + receiver.stats.line(), highlight=False)

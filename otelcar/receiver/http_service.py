@@ -1,20 +1,27 @@
 """OTLP/HTTP: ``POST /v1/traces`` and ``/v1/logs``, protobuf or JSON, optionally gzip.
 
-Status codes: 200 (with ``partial_success`` when items were rejected), 400 undecodable body
-or truncated upload, 404 unknown path, 405 other methods, 411 no Content-Length, 413 body
-(or its decompressed form) over the limit, 415 unsupported content type or encoding, 503 with
-``Retry-After`` when the writer is behind or too many requests are in flight.
+Status codes: 200 (with ``partial_success`` when items were rejected), 400 undecodable body,
+404 unknown path, 405 other methods, 408 a request not sent whole within its deadline, 411 no
+Content-Length, 413 body (or its decompressed form) over the limit, 415 unsupported content
+type or encoding, 503 with ``Retry-After`` when the writer is behind, too many requests are in
+flight, too many connections are open, or the receiver is stopping. Every error body is a
+``google.rpc.Status`` in the request's encoding.
+
+A connection holds no permit while its client sends (see :mod:`otelcar.receiver.connections`):
+the body is read under a whole-request deadline first, then a fair permit is taken for the
+work, so slow clients cannot starve the others. :meth:`OTLPHTTPServer.stop` drains.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from otelcar.receiver.connections import Connection, Connections, Deadlines, Permits, Reaper
 from otelcar.receiver.handling import handle
 from otelcar.receiver.intake import status_body
 from otelcar.receiver.stats import ReceiverStats
@@ -30,8 +37,9 @@ CONTENT_TYPES = {
 RETRY_AFTER_S = 1
 # A refused (too large) body is still read, up to this, so the client can read the 413.
 DISCARD_MAX_BYTES = 64 * 1024 * 1024
+READ_CHUNK_BYTES = 64 * 1024
 # gRPC status codes used in google.rpc.Status bodies.
-INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE = 3, 8, 14
+INVALID_ARGUMENT, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE = 3, 4, 8, 14
 
 
 class TooLarge(Exception):
@@ -52,7 +60,7 @@ def gunzip(data: bytes, limit: int) -> bytes:
 class OTLPHTTPServer(ThreadingHTTPServer):
     """A threading HTTP server carrying the receiver's shared state."""
 
-    daemon_threads = True
+    daemon_threads = True  # stop() drains them; none outlives its grace period
     request_queue_size = 1024
 
     def __init__(
@@ -63,18 +71,94 @@ class OTLPHTTPServer(ThreadingHTTPServer):
         stats: ReceiverStats,
         max_body_bytes: int,
         max_in_flight: int,
+        max_connections: int = 1024,
+        max_buffered_bytes: int = 512 * 1024 * 1024,
+        deadlines: Deadlines | None = None,
     ) -> None:
         self.writer = writer
         self.stats = stats
         self.max_body_bytes = max_body_bytes
-        self.in_flight = threading.BoundedSemaphore(max_in_flight)
+        self.permits = Permits(max_in_flight)
+        self.connections = Connections(
+            deadlines or Deadlines(), max_connections, max(max_buffered_bytes, max_body_bytes)
+        )
         super().__init__(address, _Handler)
+        self.reaper = Reaper(self.connections)
+
+    def stop(self, grace_s: float) -> int:
+        """Stop accepting, let requests in progress finish within ``grace_s`` (idle
+        keep-alive connections are closed at once), then close; returns how many requests
+        were cut unfinished."""
+        self.shutdown()
+        self.server_close()
+        left = self.connections.drain(grace_s)
+        self.reaper.stop()
+        return left
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: OTLPHTTPServer
     protocol_version = "HTTP/1.1"
-    timeout = 30  # seconds a client may stall mid-request before its connection is dropped
+    conn: Connection | None = None
+
+    def setup(self) -> None:
+        # Per read: how long a connection may sit with nothing arriving. Whole requests
+        # are bounded by the deadlines the reaper enforces.
+        self.timeout = self.server.connections.deadlines.idle_timeout_s
+        super().setup()
+        self.conn = self.server.connections.open(self.connection, self.client_address[0])
+
+    def handle(self) -> None:
+        if self.conn is None:
+            why = "stopping" if self.server.connections.draining else "too many connections"
+            body = status_body(UNAVAILABLE, f"otelcar is {why}; retry later", encoding="json")
+            self.wfile.write(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\nRetry-After: {RETRY_AFTER_S}\r\n".encode()
+                + b"Connection: close\r\n\r\n"
+                + body
+            )
+            self.server.stats.refuse()
+            return
+        super().handle()
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass  # the client is gone; nothing left to flush to it
+        finally:
+            if self.conn is not None:
+                self.server.connections.close(self.conn)
+
+    def handle_one_request(self) -> None:
+        connections, conn = self.server.connections, self.conn
+        assert conn is not None
+        if not connections.idle(conn):
+            self.close_connection = True
+            return
+        try:
+            first = self.rfile.peek(1)  # waits (idle_timeout_s at most) for a request
+        except (OSError, ValueError):
+            first = b""
+        deadline = time.monotonic() + connections.deadlines.header_timeout_s
+        if not first or not connections.reading(conn, deadline):
+            self.close_connection = True
+            return
+        super().handle_one_request()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The base class's errors (bad request line, headers too long …) as a
+        ``google.rpc.Status`` like every other answer; 408 when the reaper cut the request."""
+        self.close_connection = True
+        if not hasattr(self, "path"):  # the request line itself was bad or cut short
+            self.path = "(no request line)"
+        self.request_version = "HTTP/1.1"  # answer with a status line, whatever came in
+        if self.conn is not None and self.conn.expired:
+            code, message = 408, "request headers not received in time"
+        text = message or self.responses.get(code, ("error",))[0]
+        grpc_code = DEADLINE_EXCEEDED if code == 408 else INVALID_ARGUMENT
+        self._error(code, grpc_code, text)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http %s " + format, self.client_address[0], *args)
@@ -82,6 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(
         self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
+        if self.server.connections.draining:
+            self.close_connection = True  # tell keep-alive clients to go elsewhere
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -90,7 +176,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except OSError:
+            self.close_connection = True  # the client left before reading its answer
 
     def _error(
         self,
@@ -148,47 +237,103 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._discard_body(length)
             return
-        if not self.server.in_flight.acquire(blocking=False):
-            self.close_connection = True
-            self.server.stats.refuse()
-            self._error(
-                503,
-                UNAVAILABLE,
-                "too many requests in flight; retry later",
-                encoding,
-                {"Retry-After": str(RETRY_AFTER_S)},
-            )
+        body = self._read_body(length, encoding)
+        if body is None:
             return
+        peer = self.client_address[0]
         try:
-            self._export(signal, encoding, length, limit)
+            if not self.server.permits.try_acquire(peer):
+                self.server.stats.refuse()
+                self._error(
+                    503,
+                    UNAVAILABLE,
+                    "too many requests in flight; retry later",
+                    encoding,
+                    {"Retry-After": str(RETRY_AFTER_S)},
+                )
+                return
+            try:
+                assert self.conn is not None
+                self.server.connections.working(self.conn)
+                self._export(signal, encoding, body, limit)
+            finally:
+                self.server.permits.release(peer)
         finally:
-            self.server.in_flight.release()
+            self.server.connections.unbuffer(len(body))
+
+    def _read_body(self, length: int, encoding: str) -> bytes | None:
+        """The whole body, read under the connection's deadline (extended as bytes arrive)
+        and within the receiver's memory budget; ``None`` when it was answered instead."""
+        connections, conn = self.server.connections, self.conn
+        assert conn is not None
+        started = time.monotonic()
+        connections.extend(conn, connections.deadlines.body_deadline(started, 0))
+        chunks: list[bytes] = []
+        got = 0
+        while got < length:
+            want = min(length - got, READ_CHUNK_BYTES)
+            try:
+                chunk = self.rfile.read1(want)
+            except OSError:
+                chunk = b""
+            if chunk and not connections.buffer(len(chunk)):
+                connections.unbuffer(got)
+                self.close_connection = True
+                self.server.stats.refuse()
+                self._error(
+                    503,
+                    UNAVAILABLE,
+                    "otelcar holds too many request bodies in memory; retry later",
+                    encoding,
+                    {"Retry-After": str(RETRY_AFTER_S)},
+                )
+                return None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            connections.extend(conn, connections.deadlines.body_deadline(started, got))
+        if got < length:
+            connections.unbuffer(got)
+            self.close_connection = True
+            if conn.expired:
+                self._error(
+                    408,
+                    DEADLINE_EXCEEDED,
+                    f"received {got} of {length} body bytes in {time.monotonic() - started:.1f} s"
+                    f"; send at least {connections.deadlines.min_upload_bytes_per_s} bytes/s",
+                    encoding,
+                )
+            else:
+                log.warning(
+                    "client %s disconnected after %d of %d body bytes; nothing stored",
+                    self.client_address[0],
+                    got,
+                    length,
+                )
+            return None
+        return b"".join(chunks)
 
     def _discard_body(self, length: int) -> None:
         """Read and drop up to :data:`DISCARD_MAX_BYTES` of a refused body. A client that
         sends its whole body before reading the reply (most do) would otherwise hit a reset
         connection, and never see the status that says why; beyond the cap it does."""
+        connections, conn = self.server.connections, self.conn
+        assert conn is not None
+        started = time.monotonic()
         left = min(length, DISCARD_MAX_BYTES)
         try:
             while left > 0:
-                chunk = self.rfile.read(min(left, 64 * 1024))
+                chunk = self.rfile.read1(min(left, READ_CHUNK_BYTES))
                 if not chunk:
                     return
                 left -= len(chunk)
+                done = min(length, DISCARD_MAX_BYTES) - left
+                connections.extend(conn, connections.deadlines.body_deadline(started, done))
         except OSError:
-            return  # the client gave up: nothing to wait for
+            return  # the client gave up (or was cut at its deadline): nothing to wait for
 
-    def _export(self, signal: str, encoding: str, length: int, limit: int) -> None:
-        body = self.rfile.read(length)
-        if len(body) < length:
-            self.close_connection = True
-            log.warning(
-                "client %s disconnected after %d of %d body bytes; nothing stored",
-                self.client_address[0],
-                len(body),
-                length,
-            )
-            return
+    def _export(self, signal: str, encoding: str, body: bytes, limit: int) -> None:
         content_encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
         if content_encoding == "gzip":
             try:

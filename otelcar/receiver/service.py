@@ -1,19 +1,25 @@
 """The receiver: gRPC and HTTP OTLP endpoints, one durable writer, background derivation.
 
-Lifecycle: :meth:`Receiver.start` recovers the store (interrupted writes are quarantined),
-derives what is pending, then listens. :meth:`Receiver.stop` stops listening, lets in-flight
-requests finish, writes everything accepted, derives it, and returns. Steps are derived in
-the background every ``materialize_every_s`` while new batches arrive, so ``otelcar traces``
-shows a trace within seconds of its export.
+Lifecycle: :meth:`Receiver.start` quarantines interrupted writes (under the raw lock only)
+and listens at once; steps are derived in the background: what was pending first, then every
+``materialize_every_s`` while new batches arrive, so ``otelcar traces`` shows a trace within
+seconds of its export. Another process may write the same store meanwhile (an ``otelcar
+import``): both append under the raw lock, and while the import holds the derivation lock its
+builds derive the receiver's records too. :meth:`Receiver.stop` stops listening, lets
+in-flight requests finish within a grace period, writes everything accepted, derives it
+(unless another derivation holds the store past the grace period: then the next writer
+derives it), and returns.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from otelcar.errors import StoreBusy
+from otelcar.receiver.connections import Deadlines
 from otelcar.receiver.grpc_service import grpc_server
 from otelcar.receiver.http_service import OTLPHTTPServer
 from otelcar.receiver.stats import ReceiverStats
@@ -32,6 +38,9 @@ class ReceiverConfig:
     http_port: int | None = 4318
     max_request_bytes: int = 32 * 1024 * 1024
     max_in_flight: int = 256
+    max_connections: int = 1024  # open HTTP connections (the oldest idle one makes room)
+    max_buffered_bytes: int = 512 * 1024 * 1024  # HTTP bodies read, not yet written
+    deadlines: Deadlines = field(default_factory=Deadlines)  # per HTTP request
     max_pending: int = 4096
     max_pending_bytes: int = 256 * 1024 * 1024
     materialize_every_s: float = 0.5
@@ -49,6 +58,7 @@ class Receiver:
         self.http_port: int | None = None
         self.startup: ImportReport | None = None
         self.materialize_errors = 0
+        self.unfinished = 0  # HTTP requests still unfinished when stop()'s grace ran out
         self._writer: DurableWriter | None = None
         self._grpc: Any = None
         self._http: OTLPHTTPServer | None = None
@@ -57,7 +67,8 @@ class Receiver:
 
     def start(self) -> None:
         config = self.config
-        self.startup = self.store.catch_up(recover=True)
+        self.startup = ImportReport()
+        self.startup.quarantined.extend(self.store.recover())
         for line in self.startup.quarantined:
             log.warning("quarantined %s", line)
         self._writer = DurableWriter(
@@ -79,6 +90,9 @@ class Receiver:
                 stats=self.stats,
                 max_body_bytes=config.max_request_bytes,
                 max_in_flight=config.max_in_flight,
+                max_connections=config.max_connections,
+                max_buffered_bytes=config.max_buffered_bytes,
+                deadlines=config.deadlines,
             )
             self.http_port = self._http.server_address[1]
             self._spawn("otelcar-http", self._http.serve_forever)
@@ -90,31 +104,47 @@ class Receiver:
         self._threads.append(thread)
 
     def _materialize_loop(self) -> None:
-        derived_upto = 0
-        while not self._stopping.wait(self.config.materialize_every_s):
+        derived_upto = -1  # derive what was pending at start-up first
+        busy_logged = False
+        while True:
             appended = self._writer.appended if self._writer else 0
-            if appended == derived_upto:
-                continue
-            try:
-                self.store.catch_up()
-                derived_upto = appended
-            except Exception as exc:
-                self.materialize_errors += 1
-                log.error("deriving steps failed (raw records are safe; will retry): %s", exc)
+            if appended != derived_upto:
+                try:
+                    self.store.catch_up(lock_timeout_s=0)
+                    derived_upto = appended
+                    busy_logged = False
+                except StoreBusy as exc:
+                    if not busy_logged:  # an import derives; ours wait for it (not an error)
+                        log.info("deriving steps later: %s", exc)
+                        busy_logged = True
+                except Exception as exc:
+                    self.materialize_errors += 1
+                    log.error("deriving steps failed (raw records are safe; will retry): %s", exc)
+            if self._stopping.wait(self.config.materialize_every_s):
+                return
 
     def stop(self, grace_s: float = 10.0) -> ImportReport:
-        """Drain and stop; returns what the final derivation did."""
-        if self._grpc is not None:
-            self._grpc.stop(grace_s).wait(grace_s + 1)
+        """Stop listening on both transports at once; let requests in progress finish
+        within ``grace_s`` (their batches are written and acknowledged), write everything
+        accepted, derive it, and return what the final derivation did. When another
+        process's derivation holds the store past ``grace_s`` more, the final derivation is
+        left to it or to the next writer (the records are safe in raw segments)."""
+        self.unfinished = 0
+        grpc_done = self._grpc.stop(grace_s) if self._grpc is not None else None
         if self._http is not None:
-            self._http.shutdown()
-            self._http.server_close()
+            self.unfinished += self._http.stop(grace_s)
+        if grpc_done is not None:
+            grpc_done.wait(grace_s + 1)
         if self._writer is not None:
             self._writer.close()
         self._stopping.set()
         for thread in self._threads:
             thread.join()  # the derive thread finishes its build: it holds the derived lock
-        return self.store.catch_up(lock_timeout_s=None)
+        try:
+            return self.store.catch_up(lock_timeout_s=grace_s)
+        except StoreBusy as exc:
+            log.warning("not deriving the last batches now (%s): the next writer will", exc)
+            return ImportReport()
 
     def endpoints(self) -> dict[str, str]:
         out = {}

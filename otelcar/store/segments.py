@@ -10,6 +10,15 @@ Frames are only ever appended. :meth:`SegmentLog.append` returns after the bytes
 and ``fsync``-ed, so a caller may acknowledge them. A frame cut short by a crash, or one whose
 checksum fails, is found by :meth:`SegmentLog.recover`: the bad tail is copied to
 ``raw/quarantine/`` (never deleted) and the segment is truncated to its last good frame.
+
+Several processes append to one store (``collect`` while an ``import`` runs), one at a time
+under the store's raw lock. So that a writer killed mid-append cannot leave a torn tail for
+another, still-running writer to append good frames after (frames past a bad one are
+unreadable), every append first leaves ``raw/appending.json`` naming the segment and the
+offset it starts at, and removes it once the frames are fsync-ed. The next append that finds
+the marker (its writer died: the lock is free) quarantines that segment's tail from the named
+offset before writing. The marker is not fsync-ed: it has to outlive a killed process, not a
+power cut, after which every writer starts with a full :meth:`SegmentLog.recover`.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from otelcar.ingest.raw import RawRecord
 MAGIC = b"OCR1"
 _PREFIX = struct.Struct(">4sIQI")
 SEGMENT_LIMIT_BYTES = 256 * 1024 * 1024
+APPENDING = "appending.json"
+INTERRUPTED = "incomplete or corrupt frame (interrupted write)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +69,7 @@ class SegmentLog:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.recovered: list[Quarantined] = []  # what the last append had to quarantine
 
     def segments(self) -> list[str]:
         """Segment file names in append order."""
@@ -75,10 +87,16 @@ class SegmentLog:
         return self.directory / f"segment-{number:06d}.ocr"
 
     def append(self, records: Iterable[RawRecord]) -> list[tuple[str, int, int]]:
-        """Append records durably; returns ``(segment, offset, frame length)`` per record."""
+        """Append records durably; returns ``(segment, offset, frame length)`` per record.
+
+        The caller holds the store's raw lock. A tail torn by a writer that died mid-append
+        is quarantined first (see the module docstring); :attr:`recovered` lists it.
+        """
+        self.recovered = self._recover_interrupted()
         placed: list[tuple[str, int, int]] = []
         handle = None
         path: Path | None = None
+        marker = self.directory / APPENDING
         try:
             for record in records:
                 if handle is None or handle.tell() >= SEGMENT_LIMIT_BYTES:
@@ -87,6 +105,10 @@ class SegmentLog:
                         handle.close()
                     path = self._current()
                     handle = path.open("ab")
+                    marker.write_text(
+                        json.dumps({"segment": path.name, "offset": handle.tell()}),
+                        encoding="utf-8",
+                    )
                 frame = encode_frame(record, time.time_ns())
                 offset = handle.tell()
                 handle.write(frame)
@@ -98,7 +120,29 @@ class SegmentLog:
                 handle.close()
         if placed:
             _sync_directory(self.directory)
+        marker.unlink(missing_ok=True)  # kept when the write failed: the next append checks
         return placed
+
+    def _recover_interrupted(self) -> list[Quarantined]:
+        """Quarantine the tail left by an append that never finished (its marker remains)."""
+        marker = self.directory / APPENDING
+        try:
+            left = json.loads(marker.read_text(encoding="utf-8"))
+            segment, offset = str(left["segment"]), int(left["offset"])
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, KeyError, TypeError):
+            # An unreadable marker: check every segment from its start instead.
+            found = self.recover()
+            marker.unlink(missing_ok=True)
+            return found
+        found = []
+        if (self.directory / segment).exists() and "/" not in segment:
+            item = self._recover_segment(segment, offset)
+            if item is not None:
+                found.append(item)
+        marker.unlink(missing_ok=True)
+        return found
 
     def read(self, segment: str, start: int = 0) -> Iterator[StoredFrame]:
         """Frames of ``segment`` from byte ``start`` up to its last complete, valid frame."""
@@ -122,34 +166,37 @@ class SegmentLog:
         ``starts`` gives, per segment, an offset known to end a good frame (how far it was
         materialized), so the scan need not re-read what was already verified.
         """
-        found: list[Quarantined] = []
-        for segment in self.segments():
-            path = self.directory / segment
-            good = (starts or {}).get(segment, 0)
-            for frame in self.read(segment, good):
-                good = frame.offset + frame.length
-            size = path.stat().st_size
-            if good == size:
-                continue
-            quarantine = self.directory / "quarantine"
-            quarantine.mkdir(exist_ok=True)
-            target = quarantine / f"{segment}.at-{good}.bad"
-            with path.open("rb") as source:
-                source.seek(good)
-                target.write_bytes(source.read())
-            with path.open("r+b") as handle:
-                handle.truncate(good)
-                _sync(handle)
-            found.append(
-                Quarantined(
-                    segment,
-                    good,
-                    size - good,
-                    target,
-                    "incomplete or corrupt frame (interrupted write)",
-                )
-            )
+        found = [
+            item
+            for segment in self.segments()
+            if (item := self._recover_segment(segment, (starts or {}).get(segment, 0)))
+        ]
+        (self.directory / APPENDING).unlink(missing_ok=True)  # every tail was just checked
         return found
+
+    def _recover_segment(self, segment: str, good: int) -> Quarantined | None:
+        """Cut ``segment`` after its last valid frame past offset ``good`` (which ends a good
+        frame), keeping what is cut in ``raw/quarantine/``."""
+        path = self.directory / segment
+        for frame in self.read(segment, good):
+            good = frame.offset + frame.length
+        size = path.stat().st_size
+        if good >= size:
+            return None
+        quarantine = self.directory / "quarantine"
+        quarantine.mkdir(exist_ok=True)
+        target = quarantine / f"{segment}.at-{good}.bad"
+        tries = 1
+        while target.exists():  # never overwrite what an earlier recovery kept
+            tries += 1
+            target = quarantine / f"{segment}.at-{good}.{tries}.bad"
+        with path.open("rb") as source:
+            source.seek(good)
+            target.write_bytes(source.read())
+        with path.open("r+b") as handle:
+            handle.truncate(good)
+            _sync(handle)
+        return Quarantined(segment, good, size - good, target, INTERRUPTED)
 
 
 def encode_frame(record: RawRecord, received_ns: int) -> bytes:
@@ -178,6 +225,9 @@ def _read_frame(handle, segment: str, offset: int) -> StoredFrame | None:  # typ
     magic, header_len, payload_len, checksum = _PREFIX.unpack(prefix)
     if magic != MAGIC:
         return None
+    end = offset + _PREFIX.size + header_len + payload_len
+    if end > os.fstat(handle.fileno()).st_size:  # cut short (or a corrupt length): never
+        return None  # allocate what a torn prefix claims
     header = handle.read(header_len)
     payload = handle.read(payload_len)
     if len(header) < header_len or len(payload) < payload_len:

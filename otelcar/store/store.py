@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
 import time
@@ -26,16 +27,17 @@ from pathlib import Path
 import polars as pl
 
 from otelcar.config import default_store_path
-from otelcar.errors import StoreError, TraceNotFound
+from otelcar.errors import StoreBusy, StoreError, TraceNotFound
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord, decode_record, failure_reason
 from otelcar.schema import TRACES_SCHEMA
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport, RecordProblem
-from otelcar.store.segments import SegmentLog, StoredFrame
+from otelcar.store.segments import Quarantined, SegmentLog, StoredFrame
 from otelcar.store.tables import log_row, span_row
 from otelcar.trajectory import build_traces
 
+log = logging.getLogger("otelcar.store")
 LAYOUT = 1
 BUILD_LIMIT_BYTES = 64 * 1024 * 1024
 LOCK_TIMEOUT_S = 30.0
@@ -84,7 +86,7 @@ class Store:
                     if time.monotonic() >= deadline:
                         handle.seek(0)
                         holder = handle.read().strip() or "another process"
-                        raise StoreError(
+                        raise StoreBusy(
                             f"store {self.root} ({name}) is locked by {holder}"
                         ) from None
                     time.sleep(0.01)
@@ -105,16 +107,16 @@ class Store:
         """
         with self.lock("raw"):
             self.raw.append(records)
+            for line in _describe(self.raw.recovered):
+                log.warning("quarantined %s", line)
 
     def recover(self) -> list[str]:
-        """Quarantine incomplete or corrupt segment tails (interrupted writes); describe them."""
+        """Quarantine incomplete or corrupt segment tails (interrupted writes); describe them.
+
+        Safe while other processes write: appends happen under the same raw lock."""
         with self.lock("raw"):
             starts = DerivedTables(self.root / "derived").state.materialized
-            return [
-                f"{item.length} bytes of {item.segment} at offset {item.offset} "
-                f"({item.reason}) → {item.path}"
-                for item in self.raw.recover(starts)
-            ]
+            return _describe(self.raw.recover(starts))
 
     def import_records(
         self, records: Iterable[RawRecord], *, progress: Progress | None = None
@@ -154,9 +156,8 @@ class Store:
         self, *, recover: bool = False, lock_timeout_s: float | None = LOCK_TIMEOUT_S
     ) -> ImportReport:
         """Derive tables for raw records not yet derived (the receiver's, or after a crash);
-        with ``recover``, first quarantine interrupted writes (only safe when no other
-        writer may be mid-append, e.g. at start-up). ``lock_timeout_s=None`` waits as long
-        as another derivation holds the store."""
+        with ``recover``, first quarantine interrupted writes. ``lock_timeout_s=None`` waits
+        as long as another derivation holds the store."""
         with self.lock("derived", lock_timeout_s):
             report = ImportReport()
             if recover:
@@ -368,6 +369,14 @@ class Store:
     def records(self) -> pl.DataFrame:
         """One row per raw record: where it came from, its status and reason."""
         return self.derived.scan("records").sort("build_id", "segment", "offset").collect()
+
+
+def _describe(found: list[Quarantined]) -> list[str]:
+    return [
+        f"{item.length} bytes of {item.segment} at offset {item.offset} "
+        f"({item.reason}) → {item.path}"
+        for item in found
+    ]
 
 
 __all__ = ["STEPS_PART_SCHEMA", "ImportReport", "Store"]
