@@ -181,17 +181,25 @@ def _merge_stacked(
         outer_span, inner_span = unique[span_id], unique[inner[0]]
         if inner_span.start_ns >= outer_span.start_ns and inner_span.end_ns <= outer_span.end_ns:
             absorbed[span_id] = inner[0]
-    # Same response id on several LLM spans (siblings from stacked instrumentations).
+    # Same response id on several LLM spans that ran at the same time: siblings from stacked
+    # instrumentations. Calls that did not overlap are separate calls however their ids
+    # read (mock servers, proxies and caches repeat ids): each stays a step, with an issue.
     by_response: dict[str, list[str]] = defaultdict(list)
     for span_id, info in mapped.items():
         if info.kind == "llm" and info.response_id and span_id not in absorbed:
             by_response[info.response_id].append(span_id)
-    for ids in by_response.values():
-        if len(ids) > 1:
-            keep = max(ids, key=lambda s: (mapped[s].has_content(), -unique[s].seq))
-            for other in ids:
+    for response_id, ids in by_response.items():
+        groups = _overlapping_groups(ids, unique)
+        for group in groups:
+            keep = max(group, key=lambda s: (mapped[s].has_content(), -unique[s].seq))
+            for other in group:
                 if other != keep:
                     absorbed[other] = keep
+            if len(groups) > 1:
+                mapped[keep].issues.append(
+                    f"response id {response_id!r} is repeated on {len(groups)} calls that "
+                    "did not overlap in time: kept as separate calls"
+                )
     # Resolve chains (a absorbed into b absorbed into c) and fill the kept rows' gaps.
     for span_id in list(absorbed):
         target, hops = absorbed[span_id], 0
@@ -201,6 +209,30 @@ def _merge_stacked(
     for span_id, target in sorted(absorbed.items(), key=lambda kv: unique[kv[0]].seq):
         _fill_gaps(mapped[target], mapped[span_id])
     return absorbed
+
+
+def _overlapping_groups(ids: list[str], unique: dict[str, SpanFrame]) -> list[list[str]]:
+    """Spans of ``ids`` grouped so that each group's time intervals chain by overlap
+    (nested or concurrent), in start order; spans without times overlap nothing."""
+    timed = sorted(
+        (s for s in ids if unique[s].start_ns and unique[s].end_ns),
+        key=lambda s: (unique[s].start_ns, unique[s].seq),
+    )
+    groups: list[list[str]] = []
+    group_end = -1
+    for span_id in timed:
+        span = unique[span_id]
+        if groups and span.start_ns < group_end:
+            groups[-1].append(span_id)
+            group_end = max(group_end, span.end_ns)
+        else:
+            groups.append([span_id])
+            group_end = span.end_ns
+    untimed = [s for s in ids if s not in set(timed)]
+    if untimed and not timed:
+        return [untimed]  # nothing to tell them apart by: the stacked reading stands
+    groups.extend([s] for s in untimed)
+    return groups
 
 
 def _fill_gaps(keep: MappedSpan, other: MappedSpan) -> None:

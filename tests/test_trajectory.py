@@ -160,6 +160,62 @@ def test_same_response_id_siblings_merge():
     assert len(rows) == 1 and rows[0]["span_id"] == "a".rjust(16, "0")
 
 
+def test_sequential_calls_sharing_a_response_id_stay_two_steps():
+    # A mock server (or a proxy, a cache) answered both calls with one id: the second call,
+    # with the tool result in its context and the final answer, must not vanish.
+    first = chat(
+        "a",
+        [text("user", "weather in Paris?")],
+        [calls(("call_1", "get_weather", {"city": "Paris"}))],
+        attributes={"gen_ai.response.id": "chatcmpl-fake1"},
+        start=100,
+        end=200,
+        seq=1,
+    )
+    result = tool("t", "get_weather", "call_1", start=210, end=220, seq=2)
+    second = chat(
+        "b",
+        [
+            text("user", "weather in Paris?"),
+            calls(("call_1", "get_weather", {"city": "Paris"})),
+            responses(("call_1", "sunny")),
+        ],
+        [text("assistant", "It is sunny in Paris.")],
+        attributes={"gen_ai.response.id": "chatcmpl-fake1"},
+        start=230,
+        end=330,
+        seq=3,
+    )
+    rows = _steps([first, result, second]).steps
+    llm = [r for r in rows if r["kind"] == "llm"]
+    assert [r["span_id"] for r in llm] == ["a".rjust(16, "0"), "b".rjust(16, "0")]
+    assert llm[1]["output"]["content"] == "It is sunny in Paris."
+    assert all(any("did not overlap" in issue for issue in r["issues"]) for r in llm)
+
+
+def test_concurrent_siblings_sharing_a_response_id_still_merge():
+    a = chat(
+        "a",
+        [text("user", "q")],
+        [text("assistant", "x")],
+        attributes={"gen_ai.response.id": "chatcmpl-1"},
+        start=100,
+        end=300,
+        seq=1,
+    )
+    b = span(
+        "b",
+        "chat m",
+        {"gen_ai.operation.name": "chat", "gen_ai.response.id": "chatcmpl-1"},
+        start=110,
+        end=290,
+        seq=2,
+    )
+    rows = _steps([a, b]).steps
+    assert len(rows) == 1 and rows[0]["merged_span_ids"] == ["b".rjust(16, "0")]
+    assert not any("did not overlap" in issue for issue in rows[0]["issues"])
+
+
 def test_orphans_cycles_and_duplicate_spans_lose_nothing():
     spans = [
         span("1", "lost child", parent="dead", start=5),
