@@ -51,9 +51,7 @@ def run_until_stopped(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    receiver.start()
-    for line in receiver.startup.quarantined if receiver.startup else ():
-        console.print(Text(f"recovered: quarantined {line}", style="yellow"))
+    receiver.start()  # recovery of interrupted writes is logged as a warning when it happens
     for line in banner(receiver):
         console.print(line, highlight=False)
     if ready_file is not None:

@@ -1,14 +1,15 @@
 """The receiver: gRPC and HTTP OTLP endpoints, one durable writer, background derivation.
 
-Lifecycle: :meth:`Receiver.start` quarantines interrupted writes (under the raw lock only)
-and listens at once; steps are derived in the background: what was pending first, then every
-``materialize_every_s`` while new batches arrive, so ``otelcar traces`` shows a trace within
-seconds of its export. Another process may write the same store meanwhile (an ``otelcar
-import``): both append under the raw lock, and while the import holds the derivation lock its
-builds derive the receiver's records too. :meth:`Receiver.stop` stops listening, lets
-in-flight requests finish within a grace period, writes everything accepted, derives it
-(unless another derivation holds the store past the grace period: then the next writer
-derives it), and returns.
+Lifecycle: :meth:`Receiver.start` listens at once; its writer thread first quarantines
+interrupted writes (under the raw lock only; requests arriving meanwhile wait in its queue,
+then are acknowledged as usual). Steps are derived in the background: what was pending
+first, then every ``materialize_every_s`` while new batches arrive, so ``otelcar traces``
+shows a trace within seconds of its export. Another process may write the same store
+meanwhile (an ``otelcar import``): both append under the raw lock, and while the import
+holds the derivation lock its builds derive the receiver's records too.
+:meth:`Receiver.stop` stops listening, lets in-flight requests finish within a grace period,
+writes everything accepted, derives it (unless another derivation holds the store past the
+grace period: then the next writer derives it), and returns.
 """
 
 from __future__ import annotations
@@ -68,11 +69,11 @@ class Receiver:
     def start(self) -> None:
         config = self.config
         self.startup = ImportReport()
-        self.startup.quarantined.extend(self.store.recover())
-        for line in self.startup.quarantined:
-            log.warning("quarantined %s", line)
         self._writer = DurableWriter(
-            self.store, max_pending=config.max_pending, max_pending_bytes=config.max_pending_bytes
+            self.store,
+            max_pending=config.max_pending,
+            max_pending_bytes=config.max_pending_bytes,
+            before_first_write=self._recover,
         )
         if config.grpc_port is not None:
             self._grpc, self.grpc_port = grpc_server(
@@ -97,6 +98,13 @@ class Receiver:
             self.http_port = self._http.server_address[1]
             self._spawn("otelcar-http", self._http.serve_forever)
         self._spawn("otelcar-materialize", self._materialize_loop)
+
+    def _recover(self) -> None:
+        """Quarantine tails of writes a crash interrupted (before this receiver appends)."""
+        assert self.startup is not None
+        self.startup.quarantined.extend(self.store.recover())
+        for line in self.startup.quarantined:
+            log.warning("recovered: quarantined %s", line)
 
     def _spawn(self, name: str, target: Any) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from otelcar.ingest.raw import RawRecord
@@ -54,8 +55,12 @@ class DurableWriter:
         max_pending: int = 4096,
         max_pending_bytes: int = 256 * 1024 * 1024,
         ack_timeout_s: float = 30.0,
+        before_first_write: Callable[[], None] | None = None,
     ) -> None:
+        """``before_first_write`` runs on the writer thread before anything is appended
+        (the receiver's recovery: requests queue meanwhile instead of waiting to connect)."""
         self.store = store
+        self._before_first_write = before_first_write
         self.ack_timeout_s = ack_timeout_s  # how long a request waits for its fsync
         self.max_pending = max_pending
         self.max_pending_bytes = max_pending_bytes
@@ -97,6 +102,11 @@ class DurableWriter:
         self._thread.join(timeout_s)
 
     def _run(self) -> None:
+        if self._before_first_write is not None:
+            try:
+                self._before_first_write()
+            except BaseException as exc:  # its own errors are reported; writes go on
+                log.error("before the first write: %s", exc)
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
