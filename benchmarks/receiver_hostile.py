@@ -254,16 +254,23 @@ def write_import_file(path: Path, megabytes: int) -> int:
     return lines
 
 
-def time_to_ready(store: Path, ready: Path) -> tuple[subprocess.Popen, dict[str, int], float]:
+def time_to_ready(
+    store: Path, ready: Path
+) -> tuple[subprocess.Popen, dict[str, int], float, float]:
+    """The child, its ports, seconds from launch to listening, and of those the seconds
+    from the receiver's start() to listening (the rest is the interpreter and imports)."""
     started = time.monotonic()
     process, ports = start_collect(store, ready, stdout=subprocess.PIPE, text=True)
-    return process, ports, time.monotonic() - started
+    launch = time.monotonic() - started
+    return process, ports, launch, float(json.loads(ready.read_text())["start_s"])
 
 
 def phase_side_by_side(work: Path, args: argparse.Namespace) -> bool:
     data = work / "big.jsonl"
     lines = write_import_file(data, args.import_mb)
-    idle_process, _, idle_ready = time_to_ready(work / "idle-store", work / "ready2.json")
+    idle_process, _, idle_ready, idle_start = time_to_ready(
+        work / "idle-store", work / "ready2.json"
+    )
     stop_collect(idle_process)
     store = work / "shared-store"
     Store(store)
@@ -274,7 +281,7 @@ def phase_side_by_side(work: Path, args: argparse.Namespace) -> bool:
         text=True,
     )
     time.sleep(1.0)  # the import is under way
-    process, ports, ready_in = time_to_ready(store, work / "ready3.json")
+    process, ports, ready_in, start_s = time_to_ready(store, work / "ready3.json")
     import_running_when_ready = "yes" if importer.poll() is None else "no (make --import-mb larger)"
     during = GoodClients(ports, 2, seed=3)
     threading.Thread(target=during.run_for, args=(3600,), daemon=True).start()
@@ -288,7 +295,8 @@ def phase_side_by_side(work: Path, args: argparse.Namespace) -> bool:
     lost = missing(store, during.acked)
     print(f"2. collect beside an import of {args.import_mb} MB ({lines} lines)")
     print(
-        f"   collect listening after {ready_in:.2f} s (idle store: {idle_ready:.2f} s); "
+        f"   collect listening {ready_in:.2f} s after launch, {start_s:.3f} s after its "
+        f"receiver started (idle store: {idle_ready:.2f} s, {idle_start:.3f} s); "
         f"import still running then: {import_running_when_ready}"
     )
     print(

@@ -6,6 +6,7 @@ import json
 import logging
 import signal
 import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -51,12 +52,19 @@ def run_until_stopped(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    started = time.monotonic()
     receiver.start()  # recovery of interrupted writes is logged as a warning when it happens
     for line in banner(receiver):
         console.print(line, highlight=False)
     if ready_file is not None:
         ready_file.write_text(
-            json.dumps({"grpc_port": receiver.grpc_port, "http_port": receiver.http_port})
+            json.dumps(
+                {
+                    "grpc_port": receiver.grpc_port,
+                    "http_port": receiver.http_port,
+                    "start_s": round(time.monotonic() - started, 4),  # start() to listening
+                }
+            )
         )
     if console.is_terminal:
         with Live(Text(receiver.stats.line()), console=console, refresh_per_second=2) as live:
