@@ -25,6 +25,8 @@ from typing import Any
 
 import polars as pl
 
+from otelcar.ingest.jsontext import loads_value
+
 Arguments = dict[str, Any] | str | None
 
 TOOL_CALL_DTYPE = pl.Struct({"id": pl.String, "name": pl.String, "arguments": pl.String})
@@ -121,7 +123,7 @@ def parse_arguments(value: Any) -> Arguments:
         return value
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = loads_value(value)
         except ValueError:
             return value
         return parsed if isinstance(parsed, dict) else value

@@ -17,6 +17,7 @@ from otelcar.conventions.base import (
     Attrs,
     DialectMapper,
     MappedSpan,
+    storable,
 )
 from otelcar.conventions.genai import GenAIMapper
 from otelcar.conventions.generic import GenericMapper
@@ -65,15 +66,15 @@ def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
         if priority is not None and (best is None or (priority, order) < best[:2]):
             best = (priority, order, mapper)
     if best is None:
-        return _FALLBACK.map(span, logs)
+        return storable(_FALLBACK.map(span, logs))
     try:
-        return best[2].map(span, logs)
+        return storable(best[2].map(span, logs))
     except Exception as exc:
         mapped = _FALLBACK.map(span, logs)
         mapped.issues.append(
             f"mapper {best[2].name!r} failed on this span: {type(exc).__name__}: {exc}"
         )
-        return mapped
+        return storable(mapped)
 
 
 register_mapper(GenAIMapper())

@@ -16,13 +16,13 @@ Tool spans (``execute_tool``) give ``gen_ai.tool.name`` / ``.call.id`` / ``.call
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.ingest.jsontext import literal_value, loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "otel-genai"
@@ -231,7 +231,7 @@ def _body(log: LogFrame) -> dict[str, Any]:
 def _int(value: Any, default: int) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf)
         return default
 
 
@@ -384,7 +384,7 @@ def _loose_list(text: Any) -> list[Any] | None:
         return text
     if not isinstance(text, str):
         return None
-    for parse in (json.loads, ast.literal_eval):
+    for parse in (loads_value, literal_value):
         try:
             value = parse(text)
         except (ValueError, SyntaxError):

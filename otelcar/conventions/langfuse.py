@@ -38,7 +38,6 @@ the same span (priority 10).
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.ingest.jsontext import literal_value, loads_value
 from otelcar.messages import Arguments, Message, ToolCall, parse_arguments, text_of
 
 NAME = "langfuse"
@@ -161,7 +161,7 @@ def content_value(
     if text.endswith(TRUNCATION_MARK):
         return _truncated(key, raw, "ends with the '...[truncated]' marker", mapped)
     try:
-        value = json.loads(text)
+        value = loads_value(text)
     except ValueError as exc:
         value = _python_literal(text) if python_repr else None
         if value is None and text[:1] in ("{", "["):
@@ -174,7 +174,7 @@ def content_value(
 def _python_literal(text: str) -> dict[str, Any] | list[Any] | None:
     """A Python-repr dict or list (``"{'city': 'Paris'}"``, the v2 LangChain handler)."""
     try:
-        value = ast.literal_eval(text)
+        value = literal_value(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, dict | list) else None
@@ -192,7 +192,7 @@ def loose_json(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        decoded = json.loads(value)
+        decoded = loads_value(value)
     except ValueError:
         return value
     return decoded if isinstance(decoded, dict | list | str) else value
@@ -483,7 +483,7 @@ def _number(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return number if not math.isnan(number) else None
 
@@ -531,7 +531,7 @@ def _int(values: dict[str, Any], *keys: str) -> int | None:
             continue
         try:
             return int(float(value))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # inf, or too large for a float
             continue
     return None
 

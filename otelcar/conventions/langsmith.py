@@ -646,14 +646,14 @@ def _params(
 def _float(value: Any) -> float | None:
     try:
         return None if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
 def _int(value: Any) -> int | None:
     try:
         return None if value is None or isinstance(value, bool) else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf)
         return None
 
 

@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "openinference"
@@ -208,7 +208,7 @@ def _raw_json(
         attrs.get(mime_key)
         return attrs.json(key, mapped.issues)
     try:
-        return json.loads(value)
+        return loads_value(value)
     except ValueError:
         return None
 
@@ -407,7 +407,7 @@ def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         mapped.tool_args = parse_arguments(raw)
         if mime == JSON_MIME and isinstance(raw, str) and isinstance(mapped.tool_args, str):
             try:
-                json.loads(raw)
+                loads_value(raw)
             except ValueError:
                 attrs.truncated.append("input.value")
                 mapped.issues.append(

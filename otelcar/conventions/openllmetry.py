@@ -40,6 +40,7 @@ from otelcar.conventions.genai import (
     normalize_finish_reason,
 )
 from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "openllmetry"
@@ -246,7 +247,7 @@ def _content(key: str, value: Any, attrs: Attrs, mapped: MappedSpan) -> str | No
     if not isinstance(value, str) or not value.startswith("[{"):
         return text_of(value)
     try:
-        parts = json.loads(value)
+        parts = loads_value(value)
     except ValueError:
         attrs.truncated.append(key)
         mapped.issues.append(
@@ -356,7 +357,7 @@ def _functions(
         parameters = fields.get("parameters")
         if isinstance(parameters, str):
             try:
-                json.loads(parameters)
+                loads_value(parameters)
             except ValueError:
                 attrs.truncated.append(f"{key}.parameters")
                 mapped.issues.append(
@@ -462,7 +463,7 @@ def _entity_json(span: SpanFrame, attrs: Attrs, key: str, mapped: MappedSpan) ->
         attrs.get(key)
         return True, raw
     try:
-        value = json.loads(raw)
+        value = loads_value(raw)
     except ValueError:
         attrs.truncated.append(key)
         mapped.issues.append(

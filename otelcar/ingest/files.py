@@ -147,6 +147,8 @@ def _text_with_json_lines(head: bytes) -> bool:
 def _is_json(text: bytes) -> bool:
     try:
         json.loads(text)
+    except RecursionError:  # JSON, nested too deeply to decode (the record says so later)
+        return True
     except ValueError:
         return False
     return True
@@ -182,7 +184,7 @@ def _json_record_format(path: Path, container: str, head: bytes) -> str:
         with stream:
             try:
                 value = json.loads(stream.read())
-            except ValueError:
+            except (ValueError, RecursionError):
                 return FORMAT_JSON  # undecodable: kept with the JSON error as its reason
         return FORMAT_JSON if _is_otlp(value) else detect_json(value) or FORMAT_JSON
     stream, _ = _open(path)
@@ -192,7 +194,7 @@ def _json_record_format(path: Path, container: str, head: bytes) -> str:
                 break
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             return FORMAT_JSON if _is_otlp(value) else detect_json(value) or FORMAT_JSON
     return FORMAT_JSON

@@ -9,6 +9,7 @@ are integer nanoseconds since the epoch; attribute values are plain Python value
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ SPAN_KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUM
 #: stored, and would stop every later build of the store.
 MAX_TIME_NS = 2**63 - 1
 STATUS_CODES = ("UNSET", "OK", "ERROR")
+_HEX = re.compile("[0-9a-f]+")
 
 
 def check_time(value: int, field_name: str) -> int:
@@ -103,10 +105,8 @@ def normalize_id(value: str | bytes | None, *, size: int) -> str | None:
         text = value.lower()
         if len(text) != 2 * size:
             raise ValueError(f"id {value!r} is not {2 * size} hex digits")
-        try:
-            int(text, 16)
-        except ValueError:
-            raise ValueError(f"id {value!r} is not hexadecimal") from None
+        if not _HEX.fullmatch(text):  # int(text, 16) would also take "0x", "_", "+" and spaces
+            raise ValueError(f"id {value!r} is not hexadecimal")
     if text.count("0") == len(text):
         return None
     return text

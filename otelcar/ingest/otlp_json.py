@@ -26,8 +26,12 @@ from otelcar.ingest.frames import (
     check_time,
     normalize_id,
 )
+from otelcar.ingest.jsontext import MAX_DEPTH
 
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: Field ranges of the protobuf types behind OTLP/JSON numbers (the tables store int64).
+UINT32_MAX = 2**32 - 1
+INT32 = (-(2**31), 2**31 - 1)
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str | None = None, default: Any = None) -> Any:
@@ -37,25 +41,36 @@ def _get(obj: dict[str, Any], camel: str, snake: str | None = None, default: Any
     return default if value is None else value
 
 
-def any_value(value: Any) -> Any:
-    """An OTLP/JSON ``AnyValue`` object as a plain Python value (bytes as base64 text)."""
+def any_value(value: Any, depth: int = 0) -> Any:
+    """An OTLP/JSON ``AnyValue`` object as a plain Python value (bytes as base64 text).
+
+    Raises ``ValueError`` for a value of the wrong JSON type (``stringValue`` that is not a
+    string) or nested more than :data:`~otelcar.ingest.jsontext.MAX_DEPTH` levels deep.
+    """
     if not isinstance(value, dict) or not value:
         return None
+    if depth > MAX_DEPTH:
+        raise ValueError(f"attribute value nested more than {MAX_DEPTH} levels deep")
     if "stringValue" in value:
-        return value["stringValue"]
+        return _string(value["stringValue"], "stringValue")
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "intValue" in value:
-        return int(value["intValue"])
+        return _int(value["intValue"])
     if "doubleValue" in value:
         raw = value["doubleValue"]
-        return _FLOAT_WORDS[raw] if isinstance(raw, str) and raw in _FLOAT_WORDS else float(raw)
+        if isinstance(raw, str) and raw in _FLOAT_WORDS:
+            return _FLOAT_WORDS[raw]
+        if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+            raise ValueError(f"doubleValue is a {type(raw).__name__}, not a number")
+        return float(raw)
     if "arrayValue" in value:
-        return [any_value(v) for v in (value["arrayValue"] or {}).get("values") or ()]
+        values = (value["arrayValue"] or {}).get("values") or ()
+        return [any_value(v, depth + 1) for v in _as_list(values, "arrayValue.values", None)]
     if "kvlistValue" in value:
-        return key_values((value["kvlistValue"] or {}).get("values") or ())
+        return key_values((value["kvlistValue"] or {}).get("values") or (), depth + 1)
     if "bytesValue" in value:
-        return value["bytesValue"]
+        return _string(value["bytesValue"], "bytesValue")
     for snake, camel in (
         ("string_value", "stringValue"),
         ("bool_value", "boolValue"),
@@ -66,22 +81,53 @@ def any_value(value: Any) -> Any:
         ("bytes_value", "bytesValue"),
     ):
         if snake in value:
-            return any_value({camel: value[snake]})
-    raise ValueError(f"unknown AnyValue form with keys {sorted(value)}")
+            return any_value({camel: value[snake]}, depth)
+    raise ValueError(f"unknown AnyValue form with keys {sorted(value)[:5]}")
 
 
-def key_values(items: Any) -> dict[str, Any]:
+def key_values(items: Any, depth: int = 0) -> dict[str, Any]:
     """A list of OTLP/JSON ``KeyValue`` as a dict (later duplicates win, as in the SDK)."""
     out: dict[str, Any] = {}
-    for item in items or ():
-        out[str(item["key"])] = any_value(item.get("value"))
+    for item in _as_list(items or [], "attributes", None):
+        # A key of "" is protobuf's default: the OTLP/JSON mapping leaves it out.
+        out[_text(item.get("key"), "key") or ""] = any_value(item.get("value"), depth)
     return out
 
 
+def _string(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _text(value: Any, name: str) -> str | None:
+    """An optional string field: ``None`` when absent or empty, numbers as their text;
+    ``ValueError`` for an object or an array."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return str(value)
+    raise ValueError(f"{name} is a {type(value).__name__}, not a string")
+
+
 def _int(value: Any, default: int = 0) -> int:
+    """An integer field (a JSON number or decimal string); ``ValueError`` for anything else
+    (a non-finite number, an object)."""
     if value is None or value == "":
         return default
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not an integer")
+    if not isinstance(value, int | float | str):
+        raise ValueError(f"a {type(value).__name__} is not an integer")
     return int(value)
+
+
+def _bounded(value: int, name: str, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise ValueError(f"{name} {value} is out of range ({low} … {high})")
+    return value
 
 
 _SEVERITY_NAMES = ("UNSPECIFIED", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
@@ -90,14 +136,16 @@ _SEVERITY_NAMES = ("UNSPECIFIED", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FA
 def _severity(value: Any) -> int:
     """Severity number from an int, a digit string or a name like ``SEVERITY_NUMBER_INFO2``."""
     if value is None or isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-        return _int(value)
+        return _bounded(_int(value), "severityNumber", *INT32)
     text = str(value).upper().removeprefix("SEVERITY_NUMBER_")
     base = text.rstrip("0123456789")
     if base not in _SEVERITY_NAMES:
         raise ValueError(f"unknown severityNumber {value!r}")
     if base == "UNSPECIFIED":
         return 0
-    offset = int(text[len(base) :] or 1)
+    offset = int(text[len(base) :][:3] or 1)
+    if not 1 <= offset <= 4:
+        raise ValueError(f"unknown severityNumber {value!r}")
     return (_SEVERITY_NAMES.index(base) - 1) * 4 + offset
 
 
@@ -141,7 +189,7 @@ class _IdReader:
 def _events(items: Any) -> list[dict[str, Any]]:
     return [
         {
-            "name": item.get("name", ""),
+            "name": _text(item.get("name"), "events.name") or "",
             "time_ns": check_time(
                 _int(_get(item, "timeUnixNano", "time_unix_nano")), "events.timeUnixNano"
             ),
@@ -225,15 +273,18 @@ def _span(
             _int(_get(span, "endTimeUnixNano", "end_time_unix_nano")), "endTimeUnixNano"
         ),
         status_code=_enum(status.get("code"), STATUS_CODES, "STATUS_CODE_"),
-        status_message=status.get("message") or None,
+        status_message=_text(status.get("message"), "status.message"),
         attributes=key_values(span.get("attributes")),
         events=_events(span.get("events")),
         links=_links(span.get("links"), read_id),
         resource=resource,
-        scope_name=scope.get("name") or None,
-        scope_version=scope.get("version") or None,
-        dropped_attributes_count=_int(
-            _get(span, "droppedAttributesCount", "dropped_attributes_count")
+        scope_name=_text(scope.get("name"), "scope.name"),
+        scope_version=_text(scope.get("version"), "scope.version"),
+        dropped_attributes_count=_bounded(
+            _int(_get(span, "droppedAttributesCount", "dropped_attributes_count")),
+            "droppedAttributesCount",
+            0,
+            UINT32_MAX,
         ),
     )
 
@@ -288,7 +339,7 @@ def _log(
         body=any_value(record.get("body")),
         attributes=attributes,
         severity_number=_severity(_get(record, "severityNumber", "severity_number")),
-        severity_text=_get(record, "severityText", "severity_text") or None,
+        severity_text=_text(_get(record, "severityText", "severity_text"), "severityText"),
         resource=resource,
-        scope_name=scope.get("name") or None,
+        scope_name=_text(scope.get("name"), "scope.name"),
     )

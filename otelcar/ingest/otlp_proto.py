@@ -92,20 +92,31 @@ def detect_signal(data: bytes) -> str | None:
     for number, wire, _, _ in wire_fields(data):
         if number != 1 or wire != _LEN:
             raise FormatError(f"unexpected top-level field {number} (wire type {wire})")
-    resource = _first_field(data, 1)
-    while resource is not None:
-        scope = _first_field(resource, 2)
-        item = _first_field(scope, 2) if scope is not None else None
-        if item is not None:
-            kinds = {number: wire for number, wire, _, _ in wire_fields(item)}
-            if kinds.get(1) == _LEN or kinds.get(6) == _VARINT or kinds.get(7) == _I64:
-                return "traces"
-            if kinds.get(1) == _I64 or kinds.get(6) == _LEN or kinds.get(2) == _VARINT:
-                return "logs"
-            if kinds.get(9) == _LEN or kinds.get(12) == _LEN or kinds.get(11) == _I64:
-                return "logs"
-            return "traces"
+    item = _first_item(data)
+    if item is None:
         return None
+    kinds = {number: wire for number, wire, _, _ in wire_fields(item)}
+    if kinds.get(1) == _LEN or kinds.get(6) == _VARINT or kinds.get(7) == _I64:
+        return "traces"
+    if kinds.get(1) == _I64 or kinds.get(6) == _LEN or kinds.get(2) == _VARINT:
+        return "logs"
+    if kinds.get(9) == _LEN or kinds.get(12) == _LEN or kinds.get(11) == _I64:
+        return "logs"
+    return "traces"
+
+
+def _first_item(data: bytes) -> bytes | None:
+    """The first span or log record of a request: in the first resource and scope that hold
+    one (an empty scope or resource before it says nothing about the signal)."""
+    for number, wire, start, end in wire_fields(data):
+        if number != 1 or wire != _LEN:
+            continue
+        resource = data[start:end]
+        for r_number, r_wire, r_start, r_end in wire_fields(resource):
+            if r_number == 2 and r_wire == _LEN:
+                item = _first_field(resource[r_start:r_end], 2)
+                if item is not None:
+                    return item
     return None
 
 

@@ -9,12 +9,11 @@ it, so :func:`decode_record` can be run again by a newer otelcar (``otelcar rein
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import cached_property
 
 from otelcar.errors import FormatError
-from otelcar.ingest import otlp_json, otlp_proto
+from otelcar.ingest import jsontext, otlp_json, otlp_proto
 from otelcar.ingest.formats import export_formats, get_format
 from otelcar.ingest.frames import Decoded
 
@@ -77,18 +76,19 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def _decode_json(payload: bytes) -> tuple[Decoded, str | None]:
-    try:
-        obj = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FormatError(f"invalid JSON: {exc}") from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply to decode") from None
+    obj, replaced = jsontext.loads(payload)
     if not isinstance(obj, dict):
         raise FormatError(f"JSON is a {type(obj).__name__}, not an OTLP export object")
     if "resourceSpans" in obj or "resource_spans" in obj:
-        return otlp_json.decode_traces(obj), "traces"
-    if "resourceLogs" in obj or "resource_logs" in obj:
-        return otlp_json.decode_logs(obj), "logs"
+        decoded, signal = otlp_json.decode_traces(obj), "traces"
+    elif "resourceLogs" in obj or "resource_logs" in obj:
+        decoded, signal = otlp_json.decode_logs(obj), "logs"
+    else:
+        decoded = None
+    if decoded is not None:
+        if replaced:
+            decoded.problems.append(jsontext.surrogate_note(replaced))
+        return decoded, signal
     if "resourceMetrics" in obj or "resource_metrics" in obj:
         raise FormatError("OTLP metrics are not traces or logs; kept, not mapped")
     keys = ", ".join(sorted(obj)[:5]) or "none"

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -57,8 +56,9 @@ from typing import Any
 import polars as pl
 
 from otelcar.errors import FormatError
+from otelcar.ingest import jsontext
 from otelcar.ingest.formats import ExportFormat, derived_id, register_format
-from otelcar.ingest.frames import Decoded, SpanFrame
+from otelcar.ingest.frames import Decoded, SpanFrame, check_time
 
 FORMAT_JSON = "langfuse"
 FORMAT_CSV = "langfuse-csv"
@@ -128,6 +128,8 @@ _STRUCTURAL = frozenset(
     {"id", "trace_id", "parent_observation_id", "type", "name", "start_time", "end_time"}
 )
 _TRACE_CONTEXT = {"session_id": "sessionId", "user_id": "userId", "tags": "tags"}
+#: No epoch number at or past this is a time the store can hold, in any unit.
+_EPOCH_LIMIT = Decimal(10) ** 20
 _TIME = re.compile(
     r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?\s*(Z|[+-]\d{2}:?\d{2})?$"
 )
@@ -217,20 +219,21 @@ def claims_head(head: bytes) -> bool:
 
 def decode_json(payload: bytes) -> Decoded:
     """One JSON record (a row, a list of rows, or an envelope) → spans."""
-    try:
-        value = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FormatError(f"invalid JSON: {exc}") from None
-    return _decode_rows(_rows_of(value))
+    value, replaced = jsontext.loads(payload)
+    decoded = _decode_rows(_rows_of(value))
+    if replaced:
+        decoded.problems.append(jsontext.surrogate_note(replaced))
+    return decoded
 
 
 def decode_csv(payload: bytes) -> Decoded:
     """A CSV export (header row + one row per observation or trace) → spans."""
     try:
         table = pl.read_csv(io.BytesIO(payload), infer_schema=False, encoding="utf8-lossy")
-    except (pl.exceptions.PolarsError, ValueError) as exc:
+        rows = [{k: _csv_cell(k, v) for k, v in row.items()} for row in table.iter_rows(named=True)]
+    # A panic of polars on a corrupt file is a BaseException, not an Exception.
+    except (pl.exceptions.PolarsError, ValueError, pl.exceptions.PanicException) as exc:
         raise FormatError(f"unreadable CSV: {exc}") from None
-    rows = [{k: _csv_cell(k, v) for k, v in row.items()} for row in table.iter_rows(named=True)]
     return _decode_rows(iter([(rows, "csv", None)]))
 
 
@@ -241,7 +244,7 @@ def _csv_cell(key: str, value: str | None) -> Any:
         return None
     if key not in ("input", "output") and value.lstrip()[:1] in ("{", "["):
         try:
-            return json.loads(value)
+            return jsontext.loads_value(value)
         except ValueError:
             return value
     return value
@@ -305,10 +308,19 @@ def observation_span(row: Any, layout: str, trace: dict[str, Any] | None = None)
     obs_type = row.get("type")
     if obs_id in (None, "") or trace_id is None or not isinstance(obs_type, str):
         raise _RowError("not a Langfuse observation (no id, traceId or type)")
-    start = time_ns(_field(row, "start_time"))
-    if start is None:
-        raise _RowError(f"observation {obs_id}: no readable startTime")
-    end = time_ns(_field(row, "end_time"))
+    try:
+        jsontext.check_depth(row, f"observation {str(obs_id)[:80]!r}")
+        start = time_ns(_field(row, "start_time"))
+        if start is None:
+            raise _RowError(f"observation {str(obs_id)[:80]}: no readable startTime")
+        end = time_ns(_field(row, "end_time"))
+        check_time(start, "startTime")
+        if end is not None:
+            check_time(end, "endTime")
+    except _RowError:
+        raise
+    except ValueError as exc:
+        raise _RowError(str(exc)) from None
     attributes: dict[str, Any] = {OBS + "type": obs_type.lower(), EXPORT + "format": layout}
     if end is None:
         end = start
@@ -387,7 +399,7 @@ def _loose(value: Any) -> Any:
     """JSON text of an object or array decoded; anything else as it is."""
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
         try:
-            return json.loads(value)
+            return jsontext.loads_value(value)
         except ValueError:
             return value
     return value
@@ -435,8 +447,12 @@ def _decimal(value: int | float | str) -> Decimal | None:
 
 
 def _epoch_ns(number: Decimal) -> int:
-    """An epoch number in s, ms, µs or ns (by magnitude) as integer nanoseconds."""
-    magnitude = abs(number)
+    """An epoch number in s, ms, µs or ns (by magnitude) as integer nanoseconds;
+    ``ValueError`` for one too large to be a time in any unit (converting 1e999999999 to an
+    integer would take forever)."""
+    magnitude = number.copy_abs()  # abs() would round (and overflow) in the context
+    if magnitude >= _EPOCH_LIMIT:
+        raise ValueError(f"epoch time {str(number)[:40]} is out of range")
     for threshold, factor in ((Decimal(10) ** 17, 1), (Decimal(10) ** 14, 1_000)):
         if magnitude >= threshold:
             return int(number * factor)

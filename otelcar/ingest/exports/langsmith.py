@@ -36,7 +36,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import io
-import json
+import math
 import re
 import uuid
 from collections.abc import Iterator
@@ -44,8 +44,9 @@ from decimal import Decimal
 from typing import Any
 
 from otelcar.errors import FormatError
+from otelcar.ingest import jsontext
 from otelcar.ingest.formats import ExportFormat, derived_id, register_format
-from otelcar.ingest.frames import Decoded, SpanFrame
+from otelcar.ingest.frames import MAX_TIME_NS, Decoded, SpanFrame, check_time
 
 FORMAT_RUNS = "langsmith-runs"
 FORMAT_CLI = "langsmith-cli"
@@ -67,6 +68,8 @@ _ISO = re.compile(
     r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?\s*"
     r"(Z|z|[+-]\d\d(?::?\d\d)?)?$"
 )
+#: No epoch number at or past this is a time the store can hold, in any unit.
+_EPOCH_LIMIT = Decimal(10) ** 20
 _DOTTED = re.compile(r"^(\d{8})T(\d{6})(\d{0,9})Z(.+)$")
 
 
@@ -138,14 +141,14 @@ def decode_json(payload: bytes) -> Decoded:
     Raises :class:`FormatError` when the bytes are not JSON or hold no run at all; a run
     that cannot be turned into a span (no id) is reported in ``problems``.
     """
-    try:
-        value = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FormatError(f"invalid JSON: {exc}") from None
+    value, replaced = jsontext.loads(payload)
     runs = list(_runs_of(value))
-    if not runs and not _is_empty_page(value):
+    if all(shape == _NOT_A_RUN for _, shape, _ in runs) and not _is_empty_page(value):
         raise FormatError("no LangSmith run in this record (no run_type with an id)")
-    return _frames(runs)
+    decoded = _frames(runs)
+    if replaced:
+        decoded.problems.append(jsontext.surrogate_note(replaced))
+    return decoded
 
 
 def decode_parquet(payload: bytes) -> Decoded:
@@ -155,48 +158,58 @@ def decode_parquet(payload: bytes) -> Decoded:
     columns (``id``/``run_id`` and ``run_type``).
     """
     import polars as pl
+    from polars.exceptions import PanicException
 
     try:
         frame = pl.read_parquet(io.BytesIO(payload))
-    except Exception as exc:  # polars raises several error types for a bad file
-        raise FormatError(f"not a readable Parquet file: {exc}") from None
-    if "run_type" not in frame.columns or not {"id", "run_id"} & set(frame.columns):
-        raise FormatError(
-            f"Parquet file has no LangSmith run columns (id, run_type); columns: "
-            f"{', '.join(frame.columns[:8])}"
-        )
-    conversions = []
-    for name, dtype in frame.schema.items():
-        if isinstance(dtype, pl.Datetime):
-            conversions.append(pl.col(name).dt.epoch("ns"))
-        elif isinstance(dtype, pl.Decimal):
-            conversions.append(pl.col(name).cast(pl.String))
-    if conversions:
-        frame = frame.with_columns(conversions)
-    runs = [(row, "bulk export", None) for row in frame.iter_rows(named=True)]
+        if "run_type" not in frame.columns or not {"id", "run_id"} & set(frame.columns):
+            raise FormatError(
+                f"Parquet file has no LangSmith run columns (id, run_type); columns: "
+                f"{', '.join(frame.columns[:8])}"
+            )
+        conversions = []
+        for name, dtype in frame.schema.items():
+            if isinstance(dtype, pl.Datetime):
+                conversions.append(pl.col(name).dt.epoch("ns"))
+            elif isinstance(dtype, pl.Decimal):
+                conversions.append(pl.col(name).cast(pl.String))
+        if conversions:
+            frame = frame.with_columns(conversions)
+        runs = [(row, "bulk export", None) for row in frame.iter_rows(named=True)]
+    except FormatError:
+        raise
+    # polars raises several error types for a bad file, and on some corrupt ones panics
+    # (a PanicException is a BaseException: it would escape `except Exception` and stop
+    # every later build of the store, since the raw record stays).
+    except (Exception, PanicException) as exc:
+        raise FormatError(f"not a readable Parquet file: {type(exc).__name__}: {exc}") from None
     return _frames(runs)
 
 
-def _runs_of(value: Any) -> Iterator[tuple[dict[str, Any], str, str | None]]:
+_NOT_A_RUN = "not a run"
+
+
+def _runs_of(value: Any) -> Iterator[tuple[Any, str, str | None]]:
     """``(run, shape, parent id from nesting)`` for every run in a decoded JSON value,
-    nested ``child_runs`` flattened (iteratively; trees can be deep)."""
+    nested ``child_runs`` flattened (iteratively; trees can be deep). An item of a list of
+    runs that is not a run comes with the shape :data:`_NOT_A_RUN` (it is reported)."""
     shape = _shape(value)
-    stack: list[tuple[Any, str | None]] = [(value, None)]
+    stack: list[tuple[Any, str | None, bool]] = [(value, None, False)]
     while stack:
-        item, parent = stack.pop()
+        item, parent, listed = stack.pop()
         if isinstance(item, list):
-            stack.extend((x, parent) for x in reversed(item))
+            stack.extend((x, parent, True) for x in reversed(item))
         elif _is_run(item):
             children = item.get("child_runs")
             yield item, shape, parent
             if isinstance(children, list):
                 own = str(item.get("id") or item.get("run_id"))
-                stack.extend((child, own) for child in reversed(children))
-        elif isinstance(item, dict):
-            for key in ENVELOPE_KEYS:
-                if isinstance(item.get(key), list):
-                    stack.append((item[key], parent))
-                    break
+                stack.extend((child, own, True) for child in reversed(children))
+        elif isinstance(item, dict) and any(isinstance(item.get(k), list) for k in ENVELOPE_KEYS):
+            key = next(k for k in ENVELOPE_KEYS if isinstance(item.get(k), list))
+            stack.append((item[key], parent, False))
+        elif listed:
+            yield item, _NOT_A_RUN, parent
 
 
 def _shape(value: Any) -> str:
@@ -218,10 +231,16 @@ def _shape(value: Any) -> str:
 def _frames(runs: list[tuple[dict[str, Any], str, str | None]]) -> Decoded:
     decoded = Decoded()
     for index, (run, shape, nested_parent) in enumerate(runs):
+        if shape == _NOT_A_RUN:
+            decoded.problems.append(
+                f"item {index}: a {type(run).__name__}, not a LangSmith run (no known "
+                "run_type with an id and a trace_id or dotted_order); skipped"
+            )
+            continue
         try:
             decoded.spans.append(run_to_span(run, shape=shape, nested_parent=nested_parent))
         except ValueError as exc:
-            decoded.problems.append(f"run {index} ({run.get('name')!r}): {exc}")
+            decoded.problems.append(f"run {index} ({str(run.get('name'))[:80]!r}): {exc}")
     return decoded
 
 
@@ -240,8 +259,14 @@ def run_to_span(
     if start_ns is None and segments:
         start_ns = segments[-1][0]
     end_ns = _time_ns(run.get("end_time"))
-    if end_ns is None and start_ns is not None and _number(run.get("duration_ms")) is not None:
-        end_ns = start_ns + int(_number(run.get("duration_ms")) * 1_000_000)  # type: ignore[operator]
+    duration = _number(run.get("duration_ms"))
+    if end_ns is None and start_ns is not None and duration is not None:
+        if not math.isfinite(duration) or abs(duration) > MAX_TIME_NS / 1e6:
+            raise ValueError(f"duration_ms {duration} is out of range")
+        end_ns = start_ns + int(duration * 1_000_000)
+    for value, name in ((start_ns, "start_time"), (end_ns, "end_time")):
+        if value is not None:
+            check_time(value, name)
     attributes = {EXPORT_ATTR: shape}
     for key, value in run.items():
         if key == "child_runs" or value is None:
@@ -317,23 +342,33 @@ def _dotted_segments(value: Any) -> list[tuple[int | None, str]]:
 
 
 def _field_value(key: str, value: Any) -> Any:
-    """A run field as a plain JSON-compatible value; JSON-string columns decoded."""
+    """A run field as a plain JSON-compatible value; JSON-string columns decoded. Raises
+    ``ValueError`` for a value nested more than ``MAX_DEPTH`` levels deep."""
     if key in JSON_FIELDS and isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            return json.loads(value)
+            value = jsontext.loads_value(value)
         except ValueError:
             return value
-    return _plain(value)
+    try:
+        return _plain(value)
+    except _TooDeep:
+        raise ValueError(f"{key} is nested more than {jsontext.MAX_DEPTH} levels deep") from None
 
 
-def _plain(value: Any) -> Any:
+class _TooDeep(ValueError):
+    pass
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
     """Recursively convert SDK/Parquet values (UUID, Decimal, datetime, bytes) to JSON ones."""
     if value is None or isinstance(value, str | bool | int | float):
         return value
+    if depth >= jsontext.MAX_DEPTH:
+        raise _TooDeep
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, uuid.UUID | Decimal):
@@ -390,9 +425,13 @@ def _time_ns(value: Any) -> int | None:
 
 
 def _epoch_ns(number: float | Decimal) -> int:
-    """Epoch nanoseconds of an epoch number in s, ms, µs or ns (told apart by size)."""
+    """Epoch nanoseconds of an epoch number in s, ms, µs or ns (told apart by size);
+    ``ValueError`` for one that is not finite or is too large to be a time in any unit
+    (converting 1e999999999 to an integer would take forever)."""
     exact = Decimal(str(number))  # str(): a float's shortest repr, so no binary noise
-    magnitude = abs(exact)
+    if not exact.is_finite() or exact.copy_abs() >= _EPOCH_LIMIT:
+        raise ValueError(f"epoch time {str(number)[:40]} is out of range")
+    magnitude = exact.copy_abs()
     for threshold, scale in (
         (Decimal("1e17"), 1),
         (Decimal("1e14"), 1_000),

@@ -34,6 +34,7 @@ import json
 from typing import Any
 
 from otelcar.errors import FormatError
+from otelcar.ingest import jsontext
 from otelcar.ingest.formats import ExportFormat, derived_id, register_format
 from otelcar.ingest.frames import Decoded, SpanFrame
 
@@ -94,15 +95,15 @@ def decode(payload: bytes) -> Decoded:
     Raises :class:`FormatError` when the payload is not a JSON object with a non-empty
     ``history`` list.
     """
-    try:
-        doc = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FormatError(f"invalid JSON: {exc}") from None
+    doc, replaced = jsontext.loads(payload)
     if not isinstance(doc, dict):
         raise FormatError(f"a Who&When log is a JSON object, not a {type(doc).__name__}")
     history = doc.get("history")
     if not isinstance(history, list) or not history:
         raise FormatError("Who&When log without a non-empty 'history' list")
+    # Each entry's context holds the entries before it: one level deeper than the log.
+    if jsontext.depth(doc) >= jsontext.MAX_DEPTH:
+        raise FormatError(f"Who&When log nested more than {jsontext.MAX_DEPTH - 1} levels deep")
     key = trace_key(doc)
     trace_id = derived_id(key, size=16)
     subset = subset_of(doc)
@@ -130,7 +131,8 @@ def decode(payload: bytes) -> Decoded:
                 scope_name=SCOPE,
             )
         )
-    return Decoded(spans=spans)
+    problems = [jsontext.surrogate_note(replaced)] if replaced else []
+    return Decoded(spans=spans, problems=problems)
 
 
 def _label(entry: Any) -> str:
