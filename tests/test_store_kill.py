@@ -215,9 +215,28 @@ def run_cli(store: Path, *args: str, timeout: float = 300) -> subprocess.Complet
     return done
 
 
-def _building(store: Path) -> bool:
-    """A build is being written: one of its part files exists past what ``state.json``
-    says is done."""
+def _fresh(path: Path, since_ns: int) -> bool:
+    """``path`` exists and was written at or after ``since_ns`` (what an earlier, killed run
+    left behind does not count)."""
+    try:
+        return path.stat().st_mtime_ns >= since_ns
+    except FileNotFoundError:
+        return False
+
+
+def _appending(store: Path, since_ns: int) -> bool:
+    """Raw records are being appended: ``raw/appending.json`` names the append in progress
+    (it is removed once the frames are fsync-ed)."""
+    return _fresh(store / "raw" / "appending.json", since_ns)
+
+
+def _building(store: Path, since_ns: int) -> bool:
+    """A build's derived tables are being written: a part file of a build was written since
+    the command started (``reindex`` builds into ``derived.new``, which exists only
+    meanwhile), before ``state.json`` moved past it."""
+    rebuilt = store / "derived.new"
+    if any(_fresh(p, since_ns) for p in rebuilt.glob("*/build-*.parquet")):
+        return True
     derived = store / "derived"
     try:
         state = json.loads((derived / "state.json").read_text())
@@ -225,12 +244,13 @@ def _building(store: Path) -> bool:
     except (OSError, ValueError, KeyError):
         next_build = 1
     name = f"build-{next_build:06d}.parquet"
-    return any((derived / table / name).exists() for table in ("records", "spans", "steps"))
+    return any(_fresh(derived / table / name, since_ns) for table in ("records", "spans", "steps"))
 
 
-#: Moments to kill at: a predicate on the store directory, polled every millisecond.
-PHASES: dict[str, Callable[[Path], bool]] = {
-    "raw append": lambda store: (store / "raw" / "appending.json").exists(),
+#: Moments to kill at: a predicate on the store directory and the command's start time,
+#: polled every millisecond.
+PHASES: dict[str, Callable[[Path, int], bool]] = {
+    "raw append": _appending,
     "derivation": _building,
 }
 
@@ -251,6 +271,7 @@ def run_and_kill(
 ) -> KillResult:
     """Start ``otelcar ARGS``; SIGKILL it ``delay_s`` after ``phase`` is seen (``"random"``:
     after ``delay_s`` from the start)."""
+    since_ns = time.time_ns()
     child = subprocess.Popen(
         otelcar(store, *args),
         stdout=subprocess.DEVNULL,
@@ -262,7 +283,7 @@ def run_and_kill(
     try:
         if phase != "random":
             seen = PHASES[phase]
-            while child.poll() is None and not seen(store):
+            while child.poll() is None and not seen(store, since_ns):
                 if time.monotonic() - started > timeout_s:
                     raise AssertionError(f"{phase} never came within {timeout_s} s")
                 time.sleep(0.001)
