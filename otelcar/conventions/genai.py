@@ -10,6 +10,12 @@ Reads, in order of preference (``reference/otel-genai.md`` §1 and §8.1):
    ``gen_ai.choice`` joined by span id, in emission order;
 4. the v1.26/27 span events ``gen_ai.content.prompt`` / ``gen_ai.content.completion``.
 
+The events of 2 and 3 are read the same whether they are log records or events on the span
+itself (Strands, several agent frameworks, the Semantic Kernel shape): a span event's
+attributes are the event's body, JSON-string values parsed. Content may be any provider's
+content blocks (:mod:`otelcar.conventions.blocks`: Bedrock ``toolUse``/``toolResult``,
+OpenAI arrays, Anthropic …).
+
 Tool spans (``execute_tool``) give ``gen_ai.tool.name`` / ``.call.id`` / ``.call.arguments`` /
 ``.call.result``; agent spans (``invoke_agent``) open an episode.
 """
@@ -17,10 +23,12 @@ Tool spans (``execute_tool``) give ``gen_ai.tool.name`` / ``.call.id`` / ``.call
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
+from otelcar.conventions.blocks import read_blocks
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import literal_value, loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -29,6 +37,9 @@ NAME = "otel-genai"
 LLM_OPS = frozenset({"chat", "text_completion", "generate_content"})
 AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
 OTHER_OPS = frozenset({"embeddings", "retrieval"})
+# Operation names outside the conventions that producers use for a model call (Latitude).
+LLM_SYNONYMS = frozenset({"completion", "chat_completion", "chat.completions", "llm"})
+TOOL_OPS = frozenset({"execute_tool", "tool", "tool_call"})  # the last two: Latitude and others
 KNOWN_OPS = LLM_OPS | AGENT_OPS | OTHER_OPS | {"execute_tool"}
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -53,6 +64,14 @@ def normalize_finish_reason(reason: Any) -> str | None:
     return "tool_call" if text == "tool_calls" else text
 
 
+def _names_a_model(attributes: dict[str, Any]) -> bool:
+    return "gen_ai.request.model" in attributes or "gen_ai.response.model" in attributes
+
+
+def _has_content_events(span: SpanFrame) -> bool:
+    return any(event.get("name") in GENAI_EVENTS for event in span.events)
+
+
 def operation_of(span: SpanFrame) -> str | None:
     """``gen_ai.operation.name``, else the span-name prefix when it is a known operation."""
     op = span.attributes.get("gen_ai.operation.name")
@@ -73,24 +92,51 @@ class GenAIMapper:
         attrs = span.attributes
         if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
             return PRIORITY_WITH_MESSAGES
+        if _has_content_events(span):
+            return PRIORITY_WITH_MESSAGES
         if operation_of(span) is not None:
             return PRIORITY_BARE_OPERATION
         return None
 
     def map(self, span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
+        logs = content_events(span, logs)
         consumed: set[str] = set()
         attrs = Attrs(span.attributes, consumed)
         op = operation_of(span)
         attrs.get("gen_ai.operation.name")
+        carries_messages = (
+            "gen_ai.input.messages" in span.attributes
+            or "gen_ai.output.messages" in span.attributes
+            or any(log.event_name in GENAI_EVENTS for log in logs)
+        )
+        nonstandard = None
         if op in LLM_OPS:
             kind = "llm"
-        elif op == "execute_tool":
+        elif op in TOOL_OPS:
             kind = "tool"
         elif op in AGENT_OPS:
             kind = "agent"
+        elif carries_messages and (
+            op in LLM_SYNONYMS or (op is None and _names_a_model(span.attributes))
+        ):
+            kind = "llm"  # Latitude's "completion"; the Semantic Kernel shape's no name
+            nonstandard = op
         else:
             kind = "other"
         mapped = MappedSpan(kind=kind, name=span.name, source=NAME, operation=op, consumed=consumed)
+        if kind in ("other", "agent") and carries_messages:
+            mapped.issues.append(
+                f"carries GenAI messages but is not an LLM call (operation {op!r}); they are "
+                "kept in the span's attributes, not read as a step's messages"
+            )
+        if kind == "llm" and op not in LLM_OPS:
+            mapped.issues.append(
+                f"gen_ai.operation.name {nonstandard!r} is not a GenAI operation; read as an "
+                "LLM call because the span carries messages"
+                if nonstandard is not None
+                else "no gen_ai.operation.name; read as an LLM call because the span carries "
+                "messages"
+            )
         mapped.provider = attrs.text("gen_ai.provider.name", "gen_ai.system")
         mapped.agent_name = attrs.text("gen_ai.agent.name")
         mapped.conversation_id = attrs.text("gen_ai.conversation.id")
@@ -103,7 +149,7 @@ class GenAIMapper:
         if kind == "llm":
             _map_llm(span, attrs, logs, mapped)
         elif kind == "tool":
-            _map_tool(span, attrs, mapped)
+            _map_tool(span, attrs, mapped, logs)
         elif kind == "agent":
             mapped.name = attrs.text("gen_ai.agent.name", "gen_ai.workflow.name") or span.name
             mapped.episode_boundary = op == "invoke_agent"
@@ -123,7 +169,7 @@ def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: Ma
         "temperature": attrs.float("gen_ai.request.temperature"),
         "top_p": attrs.float("gen_ai.request.top_p"),
         "top_k": attrs.float("gen_ai.request.top_k"),
-        "max_tokens": attrs.int("gen_ai.request.max_tokens"),
+        "max_tokens": _set_or_none(attrs.int("gen_ai.request.max_tokens")),
         "seed": attrs.int("gen_ai.request.seed"),
         "stop": [str(s) for s in stop] if isinstance(stop, list) else stop,
         "n": attrs.int("gen_ai.request.choice.count"),
@@ -137,8 +183,12 @@ def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: Ma
         "reasoning_tokens": attrs.int("gen_ai.usage.reasoning.output_tokens"),
         "total_tokens": attrs.int("gen_ai.usage.total_tokens"),
     }
-    details = next((log for log in logs if log.event_name == DETAILS_EVENT), None)
-    detail_attrs = Attrs(details.attributes, set()) if details is not None else None
+    details = [log for log in logs if log.event_name == DETAILS_EVENT]
+    merged: dict[str, Any] = {}
+    for log in details:  # one event with every attribute, or one event per attribute
+        for key, value in log.attributes.items():
+            merged.setdefault(key, value)
+    detail_attrs = Attrs(merged, set()) if details else None
 
     versions: list[str] = []
     # Input messages.
@@ -181,12 +231,12 @@ def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: Ma
     choices = [log for log in logs if log.event_name == CHOICE_EVENT]
     if mapped.input_messages is None and legacy:
         versions.append("1.28 events")
-        mapped.input_messages = [legacy_message(log) for log in legacy]
+        mapped.input_messages = [m for log in legacy for m in legacy_messages(log, mapped.issues)]
     if mapped.output is None and choices:
         if "1.28 events" not in versions:
             versions.append("1.28 events")
         ordered = sorted(choices, key=lambda log: _int(_body(log).get("index"), 0))
-        _set_choices(mapped, [legacy_message(log) for log in ordered])
+        _set_choices(mapped, [m for log in ordered for m in legacy_messages(log, mapped.issues)])
         first_reason = first_reason or _body(ordered[0]).get("finish_reason")
     if mapped.input_messages is None or mapped.output is None:
         _span_event_content(span, mapped, versions)
@@ -198,6 +248,11 @@ def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: Ma
     mapped.source = f"{NAME} {'+'.join(versions)}"
 
 
+def _set_or_none(value: int | None) -> int | None:
+    """A count where a negative one means "not set" (OpenLIT records ``max_tokens = -1``)."""
+    return None if value is None or value < 0 else value
+
+
 def _set_choices(mapped: MappedSpan, choices: list[Message]) -> None:
     if not choices:
         return
@@ -206,7 +261,7 @@ def _set_choices(mapped: MappedSpan, choices: list[Message]) -> None:
     mapped.n_choices = len(choices)
 
 
-def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
+def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan, logs: Sequence[LogFrame]) -> None:
     name = attrs.text("gen_ai.tool.name")
     if name is None and span.name.startswith("execute_tool "):
         name = span.name[len("execute_tool ") :]
@@ -222,6 +277,16 @@ def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
             mapped.issues.append("gen_ai.tool.call.arguments is not a JSON object; kept as text")
     result = attrs.get("gen_ai.tool.call.result")
     mapped.tool_result = text_of(result)
+    # Events on the tool span (Strands): the call as a tool message, the result as a choice.
+    for log in logs:
+        body = _body(log)
+        if log.event_name == "gen_ai.tool.message" and mapped.tool_args is None:
+            mapped.tool_args = parse_arguments(body.get("content"))
+            mapped.tool_call_id = mapped.tool_call_id or _text(body.get("id"))
+        elif log.event_name == CHOICE_EVENT and mapped.tool_result is None:
+            blocks = read_blocks(body.get("message"))
+            texts = [text for _, text in blocks.results if text is not None] or blocks.texts
+            mapped.tool_result = "\n".join(texts) if texts else text_of(body.get("message"))
 
 
 def _body(log: LogFrame) -> dict[str, Any]:
@@ -260,24 +325,105 @@ def _openai_tool_calls(items: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def legacy_message(log: LogFrame) -> Message:
-    """A v1.28-style ``gen_ai.*.message`` or ``gen_ai.choice`` event as a message."""
+def legacy_messages(log: LogFrame, issues: list[str]) -> list[Message]:
+    """A v1.28-style ``gen_ai.*.message`` or ``gen_ai.choice`` event as messages: one, or
+    one ``tool`` message per tool result its content blocks hold."""
     body = _body(log)
     if log.event_name == CHOICE_EVENT:
-        message = body.get("message") if isinstance(body.get("message"), dict) else {}
-        return Message(
-            role=message.get("role") or "assistant",
-            content=_content_text(message.get("content")),
-            tool_calls=_openai_tool_calls(message.get("tool_calls")),
-        )
-    role = body.get("role") or LEGACY_MESSAGE_EVENTS[log.event_name or ""]
-    return Message(
+        message = body.get("message")
+        if not isinstance(message, dict):  # content blocks, or text, in place of a message
+            message = {"role": "assistant", "content": message}
+        role = str(message.get("role") or "assistant")
+        content = message.get("content")
+        tool_calls = message.get("tool_calls")
+        call_id = None
+    else:
+        role = str(body.get("role") or LEGACY_MESSAGE_EVENTS[log.event_name or ""])
+        content = body.get("content")
+        tool_calls = body.get("tool_calls")
+        call_id = _text(body.get("id")) if role == "tool" else None
+    blocks = read_blocks(content)
+    for kind in blocks.unknown:
+        issues.append(f"{log.event_name} content block {kind!r} is not represented")
+    calls = (*_openai_tool_calls(tool_calls), *blocks.calls)
+    results = [
+        Message(role="tool", content=text, tool_call_id=result_id or call_id)
+        for result_id, text in blocks.results
+    ]
+    if results and not blocks.texts and not calls:
+        return results
+    message = Message(
         role=role,
-        content=_content_text(body.get("content")),
-        tool_calls=_openai_tool_calls(body.get("tool_calls")),
-        tool_call_id=body.get("id") if role == "tool" else None,
-        name=body.get("name"),
+        content=blocks.text,
+        tool_calls=calls,
+        tool_call_id=call_id,
+        name=_text(body.get("name")),
+        reasoning="\n".join(blocks.reasoning) if blocks.reasoning else None,
     )
+    return [message, *results]
+
+
+def content_events(span: SpanFrame, logs: Sequence[LogFrame]) -> list[LogFrame]:
+    """The span's GenAI content events: its log records, then the events recorded on the
+    span itself under the same names, each with a dict body (a span event's attributes,
+    a log's JSON-text body, parsed)."""
+    out = [
+        log if isinstance(log.body, dict) else _with_parsed_body(log)
+        for log in logs
+        if log.event_name in GENAI_EVENTS
+    ]
+    out += [log for log in logs if log.event_name not in GENAI_EVENTS]
+    for event in span.events:
+        name = event.get("name")
+        if name not in GENAI_EVENTS:
+            continue
+        attributes = event.get("attributes") or {}
+        out.append(
+            LogFrame(
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                time_ns=event.get("time_unix_nano") or event.get("time_ns"),
+                observed_time_ns=None,
+                event_name=name,
+                body={key: _parsed(value) for key, value in attributes.items()},
+                attributes=dict(attributes),
+            )
+        )
+    return out
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return loads_value(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _with_parsed_body(log: LogFrame) -> LogFrame:
+    body = _parsed(log.body)
+    if not isinstance(body, dict):
+        return log
+    return LogFrame(
+        trace_id=log.trace_id,
+        span_id=log.span_id,
+        time_ns=log.time_ns,
+        observed_time_ns=log.observed_time_ns,
+        event_name=log.event_name,
+        body=body,
+        attributes=log.attributes,
+        severity_number=log.severity_number,
+        severity_text=log.severity_text,
+        resource=log.resource,
+        scope_name=log.scope_name,
+        seq=log.seq,
+        record_id=log.record_id,
+    )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _join_text_parts(parts: Any) -> str | None:
@@ -309,8 +455,16 @@ def messages_from_parts(items: Any, issues: list[str], where: str) -> list[Messa
         reasoning: list[str] = []
         responses: list[Message] = []
         parts = item.get("parts")
-        if parts is None and "content" in item:  # tolerate the flat {role, content} form
-            parts = [{"type": "text", "content": item["content"]}]
+        if parts is None and "content" in item:  # the flat {role, content} (OpenAI) form
+            flat = read_blocks(item["content"], parse_json=False)
+            parts = [{"type": "text", "content": text} for text in flat.texts]
+            calls.extend(flat.calls)
+            responses.extend(
+                Message(role="tool", content=text, tool_call_id=call_id)
+                for call_id, text in flat.results
+            )
+        # OpenAI-shaped tool calls beside (or instead of) parts: AG2, LiteLLM.
+        calls.extend(_openai_tool_calls(item.get("tool_calls")))
         for part in parts or ():
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
@@ -345,6 +499,7 @@ def messages_from_parts(items: Any, issues: list[str], where: str) -> list[Messa
                 role=role,
                 content="\n".join(texts) if texts else None,
                 tool_calls=tuple(calls),
+                tool_call_id=_text(item.get("tool_call_id")),
                 name=item.get("name"),
                 reasoning="\n".join(reasoning) if reasoning else None,
             )
@@ -398,20 +553,44 @@ def _span_event_content(span: SpanFrame, mapped: MappedSpan, versions: list[str]
         name = event.get("name")
         attributes = event.get("attributes") or {}
         if name == "gen_ai.content.prompt" and mapped.input_messages is None:
-            items = _loose_list(attributes.get("gen_ai.prompt"))
+            raw = attributes.get("gen_ai.prompt")
+            items = _loose_list(raw) or _role_lines(raw)
             if items is None:
                 mapped.issues.append("gen_ai.content.prompt event is not parseable; ignored")
                 continue
             mapped.input_messages = [_flat_message(m, "user") for m in items]
             versions.append("1.26 span events")
         elif name == "gen_ai.content.completion" and mapped.output is None:
-            items = _loose_list(attributes.get("gen_ai.completion"))
+            raw = attributes.get("gen_ai.completion")
+            items = _loose_list(raw)
+            if items is None and isinstance(raw, str):
+                items = [{"role": "assistant", "content": raw}]  # OpenLIT: the text itself
             if items is None:
                 mapped.issues.append("gen_ai.content.completion event is not parseable; ignored")
                 continue
             _set_choices(mapped, [_flat_message(m, "assistant") for m in items])
             if "1.26 span events" not in versions:
                 versions.append("1.26 span events")
+
+
+_ROLE_LINE = re.compile(r"^(system|user|assistant|tool|developer|function|model):\s?(.*)$")
+
+
+def _role_lines(text: Any) -> list[dict[str, Any]] | None:
+    """OpenLIT's prompt text: ``role: text`` lines (a line without a role continues the
+    message before it); ``None`` when the text does not start with a role."""
+    if not isinstance(text, str):
+        return None
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        match = _ROLE_LINE.match(line)
+        if match:
+            out.append({"role": match.group(1), "content": match.group(2)})
+        elif out:
+            out[-1]["content"] += "\n" + line
+        else:
+            return None
+    return out or None
 
 
 def _flat_message(item: Any, default_role: str) -> Message:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
@@ -36,7 +37,8 @@ from otelcar.conventions.genai import (
     CHOICE_EVENT,
     LEGACY_MESSAGE_EVENTS,
     GenAIMapper,
-    legacy_message,
+    content_events,
+    legacy_messages,
     normalize_finish_reason,
 )
 from otelcar.ingest.frames import LogFrame, SpanFrame
@@ -82,9 +84,15 @@ def is_indexed(attributes: dict[str, Any]) -> bool:
 
 
 def is_new_form(attributes: dict[str, Any]) -> bool:
-    """Whether a span is an OpenLLMetry ≥0.55 LLM span (GenAI messages + OpenLLMetry markers)."""
+    """Whether a span is an OpenLLMetry ≥0.55 LLM span (GenAI messages + OpenLLMetry markers),
+    or a hybrid carrying GenAI messages beside indexed keys (LiteLLM's callback: its tool
+    call only in ``gen_ai.completion.0.function_call.*``, its tools in
+    ``llm.request.functions.*``)."""
     has_messages = "gen_ai.input.messages" in attributes or "gen_ai.output.messages" in attributes
-    return has_messages and any(k in attributes for k in _INSTRUMENTATION_MARKERS)
+    return has_messages and (
+        any(k in attributes for k in _INSTRUMENTATION_MARKERS)
+        or any(_INDEXED.match(k) for k in attributes)
+    )
 
 
 class OpenLLMetryMapper:
@@ -112,7 +120,7 @@ class OpenLLMetryMapper:
         if is_indexed(span.attributes):
             mapped = MappedSpan(kind="llm", name=span.name, source=NAME, consumed=consumed)
             _map_indexed(span, attrs, mapped)
-            _events_content(logs, mapped)
+            _events_content(content_events(span, logs), mapped)
         else:
             mapped = MappedSpan(kind="other", name=span.name, source=NAME, consumed=consumed)
             _map_decorator(span, attrs, mapped)
@@ -136,19 +144,36 @@ def _version(span: SpanFrame) -> str:
 def _map_new_form(span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
     mapped = GenAIMapper().map(span, logs)
     mapped.source = f"{NAME}{_version(span)} ({mapped.source})"
+    attrs = Attrs(span.attributes, mapped.consumed)
     if mapped.usage and mapped.usage.get("total_tokens") is None:
-        total = Attrs(span.attributes, mapped.consumed).int("llm.usage.total_tokens")
-        mapped.usage["total_tokens"] = total
+        mapped.usage["total_tokens"] = attrs.int("llm.usage.total_tokens")
+    # What only the indexed keys beside the GenAI messages hold.
+    completion = _unflatten(span.attributes, "gen_ai.completion").get(0)
+    if mapped.output is not None and not mapped.output.tool_calls and completion:
+        calls = _tool_calls(completion, "gen_ai.completion.0", attrs, mapped)
+        if calls:
+            mapped.output = replace(mapped.output, tool_calls=calls)
+            mapped.issues.append(
+                "tool call read from gen_ai.completion.0 (gen_ai.output.messages has none)"
+            )
+    functions = _unflatten(span.attributes, "llm.request.functions")
+    if mapped.tools_available is None and functions:
+        mapped.tools_available = _functions(functions, attrs, mapped)
     return mapped
 
 
 def _events_content(logs: Sequence[LogFrame], mapped: MappedSpan) -> None:
     """``use_legacy_attributes=False``: the content travels as v1.28-style log events
     (``gen_ai.*.message`` in emission order, ``gen_ai.choice`` by index), read with the OTel
-    GenAI mapper's :func:`~otelcar.conventions.genai.legacy_message`."""
+    GenAI mapper's :func:`~otelcar.conventions.genai.legacy_messages`."""
     if mapped.kind != "llm" or mapped.input_messages is not None or mapped.output is not None:
         return
-    messages = [legacy_message(log) for log in logs if log.event_name in LEGACY_MESSAGE_EVENTS]
+    messages = [
+        m
+        for log in logs
+        if log.event_name in LEGACY_MESSAGE_EVENTS
+        for m in legacy_messages(log, mapped.issues)
+    ]
     choices = sorted(
         (log for log in logs if log.event_name == CHOICE_EVENT),
         key=lambda log: _index(log.body.get("index") if isinstance(log.body, dict) else None),
@@ -157,7 +182,7 @@ def _events_content(logs: Sequence[LogFrame], mapped: MappedSpan) -> None:
         return
     mapped.input_messages = messages or None
     if choices:
-        outputs = [legacy_message(log) for log in choices]
+        outputs = [m for log in choices for m in legacy_messages(log, mapped.issues)]
         mapped.output, mapped.alternates, mapped.n_choices = outputs[0], outputs[1:], len(outputs)
         body = choices[0].body if isinstance(choices[0].body, dict) else {}
         mapped.finish_reason = mapped.finish_reason or normalize_finish_reason(
@@ -268,6 +293,17 @@ def _tool_calls(
     fields: dict[str, Any], base_key: str, attrs: Attrs, mapped: MappedSpan
 ) -> tuple[ToolCall, ...]:
     calls = []
+    if not any(k.startswith("tool_calls.") for k in fields) and "function_call.name" in fields:
+        # The pre-tools ``function_call`` form: one call, without an id.
+        for field in ("name", "arguments"):
+            attrs.get(f"{base_key}.function_call.{field}")
+        return (
+            ToolCall(
+                name=text_of(fields.get("function_call.name")),
+                arguments=parse_arguments(fields.get("function_call.arguments")),
+                id=None,
+            ),
+        )
     for j, call in _unflatten(fields, "tool_calls").items():
         key = f"{base_key}.tool_calls.{j}"
         for field in call:
