@@ -3,7 +3,9 @@
 A message is ``{role, content, tool_calls, tool_call_id, name, reasoning}`` (DESIGN.md §4):
 
 - ``role``: ``system`` | ``user`` | ``assistant`` | ``tool`` | any other string (an agent name
-  in multi-agent logs);
+  in multi-agent logs); the APIs' synonyms (:data:`ROLE_SYNONYMS`: OpenAI's ``developer``
+  and ``function``, Gemini's ``model``, smolagents' ``tool-call``/``tool-response`` …) are
+  mapped to these by every mapper (:func:`normalize_role`);
 - ``content``: the text, or ``None`` when there is none or it was not captured;
 - ``tool_calls``: the calls an assistant message requests, each ``{id, name, arguments}``
   where ``arguments`` is a JSON object when the model's arguments parsed as one, else the
@@ -149,3 +151,24 @@ def text_of(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+#: Roles the providers' APIs and frameworks use for the four normalized ones.
+ROLE_SYNONYMS = {
+    "developer": "system",
+    "model": "assistant",
+    "ai": "assistant",
+    "human": "user",
+    "function": "tool",
+    "tool-call": "assistant",
+    "tool_call": "assistant",
+    "tool-response": "tool",
+    "tool_response": "tool",
+    "tool-result": "tool",
+    "ipython": "tool",
+}
+
+
+def normalize_role(role: str) -> str:
+    """``role`` in the normalized vocabulary (case kept for roles that are not synonyms)."""
+    return ROLE_SYNONYMS.get(role.lower(), role) if isinstance(role, str) else role

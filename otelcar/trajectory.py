@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otelcar.conventions import PARAM_KEYS, USAGE_KEYS, MappedSpan, map_span
@@ -269,6 +269,7 @@ def _fill_gaps(keep: MappedSpan, other: MappedSpan) -> None:
 def _link_tools(rows: list[_Row], parent_of: dict[str, str | None]) -> list[_Row]:
     """Link tool rows to the calls that requested them; synthesize missing tool rows."""
     llm_rows = [row for row in rows if row.mapped.kind == "llm"]
+    _backfill_call_ids(llm_rows)
     call_owner: dict[str, tuple[_Row, int]] = {}
     for row in llm_rows:
         for index, call in enumerate(_calls(row)):
@@ -326,6 +327,37 @@ def _link_tools(rows: list[_Row], parent_of: dict[str, str | None]) -> list[_Row
         out.append(row)
         out.extend(pending.get(index, ()))
     return out
+
+
+def _backfill_call_ids(llm_rows: list[_Row]) -> None:
+    """Give an output tool call recorded without its id (LiteLLM's ``function_call`` form)
+    the id the next LLM input shows for the same call (same name and arguments)."""
+    for position, row in enumerate(llm_rows):
+        output = row.mapped.output
+        if output is None or all(call.id for call in output.tool_calls):
+            continue
+        later = next(
+            (r for r in llm_rows[position + 1 :] if r.mapped.input_messages is not None), None
+        )
+        if later is None:
+            continue
+        seen = [
+            call
+            for message in later.mapped.input_messages or ()
+            if message.role == "assistant"
+            for call in message.tool_calls
+            if call.id
+        ]
+        calls = list(output.tool_calls)
+        for index, call in enumerate(calls):
+            match = next(
+                (c for c in seen if c.name == call.name and c.arguments == call.arguments), None
+            )
+            if call.id is None and match is not None:
+                calls[index] = replace(call, id=match.id)
+                seen.remove(match)
+                row.issues.append(f"tool call {call.name!r}: id backfilled from the next LLM input")
+        row.mapped.output = replace(output, tool_calls=tuple(calls))
 
 
 def _descends(row: _Row, ancestor: _Row, parent_of: dict[str, str | None]) -> bool:

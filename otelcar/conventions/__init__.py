@@ -9,6 +9,7 @@ isolated: the span falls back to the generic mapper with the error in its issues
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from otelcar.conventions.base import (
     PARAM_KEYS,
@@ -25,8 +26,10 @@ from otelcar.conventions.langfuse import LangfuseMapper
 from otelcar.conventions.langsmith import LangSmithMapper
 from otelcar.conventions.openinference import OpenInferenceMapper
 from otelcar.conventions.openllmetry import OpenLLMetryMapper
+from otelcar.conventions.tool_payloads import unwrap_arguments, unwrap_result
 from otelcar.conventions.whowhen import WhoWhenMapper
 from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.messages import Message, normalize_role
 
 __all__ = [
     "PARAM_KEYS",
@@ -68,13 +71,35 @@ def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
     if best is None:
         return storable(_FALLBACK.map(span, logs))
     try:
-        return storable(best[2].map(span, logs))
+        return storable(_normalized(best[2].map(span, logs)))
     except Exception as exc:
         mapped = _FALLBACK.map(span, logs)
         mapped.issues.append(
             f"mapper {best[2].name!r} failed on this span: {type(exc).__name__}: {exc}"
         )
         return storable(mapped)
+
+
+def _normalized(mapped: MappedSpan) -> MappedSpan:
+    """Roles in the normalized vocabulary, tool payloads out of the frameworks' wrappers
+    (:mod:`.tool_payloads`): the same for every mapper, built-in or not."""
+
+    def role(message: Message) -> Message:
+        fixed = normalize_role(message.role) if isinstance(message.role, str) else message.role
+        return message if fixed == message.role else replace(message, role=fixed)
+
+    if mapped.input_messages:
+        mapped.input_messages = [
+            role(m) if isinstance(m, Message) else m for m in mapped.input_messages
+        ]
+    if isinstance(mapped.output, Message):
+        mapped.output = role(mapped.output)
+    mapped.alternates = [role(m) if isinstance(m, Message) else m for m in mapped.alternates]
+    if mapped.kind == "tool":
+        if isinstance(mapped.tool_result, str):
+            mapped.tool_result = unwrap_result(mapped.tool_result)
+        mapped.tool_args = unwrap_arguments(mapped.tool_args)
+    return mapped
 
 
 register_mapper(GenAIMapper())

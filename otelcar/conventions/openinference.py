@@ -238,8 +238,41 @@ def _flat_messages(
         role = message.get("role")
         if not isinstance(role, str):
             continue
+        extra = {k: v for k, v in fields.items() if not k.startswith("message.")}
+        results = _function_results(f"{prefix}.{i}", extra, attrs)
+        if results:  # AutoGen: results as {prefix}.{i}.function.{k} JSON, not message.*
+            out.extend(results)
+            continue
+        if extra:
+            mapped.issues.append(
+                f"{prefix}.{i}: {', '.join(sorted(extra))} not read (not message.* keys)"
+            )
         out.append(_flat_message(key, message, attrs, mapped))
     return out
+
+
+def _function_results(key: str, extra: dict[str, Any], attrs: Attrs) -> list[Message]:
+    """``function.{k}`` entries holding JSON ``{name, content, call_id}`` as tool messages."""
+    messages = []
+    for name, value in sorted(extra.items()):
+        if not name.startswith("function.") or not isinstance(value, str):
+            continue
+        try:
+            item = loads_value(value)
+        except ValueError:
+            continue
+        if not isinstance(item, dict) or "content" not in item:
+            continue
+        attrs.get(f"{key}.{name}")
+        messages.append(
+            Message(
+                role="tool",
+                content=text_of(item.get("content")),
+                tool_call_id=text_of(item.get("call_id") or item.get("tool_call_id")),
+                name=text_of(item.get("name")),
+            )
+        )
+    return messages
 
 
 def _flat_message(key: str, fields: dict[str, Any], attrs: Attrs, mapped: MappedSpan) -> Message:
