@@ -1,0 +1,87 @@
+"""Trace files written by other projects (``../shared/data/external``, each with its
+``SOURCE.md``), read where they are: what a careful reader of each file finds in it, otelcar
+must find too. Skips with a message when the folder is absent; nothing is copied here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelcar import Store, import_files
+
+EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
+
+
+def _steps(tmp_path: Path, *names: str) -> list[dict[str, Any]]:
+    paths = [EXTERNAL / name for name in names]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        pytest.skip(f"{missing[0]} not found (../shared/data/external beside the clone)")
+    store = Store(tmp_path / "store")
+    report = import_files(paths, store=store)
+    assert not report.unparsed, report.unparsed
+    return store.steps().to_dicts()
+
+
+def _llm(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in steps if s["kind"] == "llm"]
+
+
+def test_message_events_on_the_span_semantic_kernel_shape(tmp_path: Path):
+    # gen_ai.system/user.message and gen_ai.choice as span events, no operation name.
+    (step,) = _steps(tmp_path, "langfuse-test-semantic-kernel/spans.json")
+    assert step["kind"] == "llm" and step["content_captured"]
+    assert [(m["role"], m["content"]) for m in step["input_messages"]] == [
+        ("system", "You are a helpful assistant."),
+        ("user", "What is the capital of France?"),
+    ]
+    assert step["output"]["content"] == "The capital of France is Paris."
+    assert step["finish_reason"] == "stop"
+
+
+def test_openlit_role_lines_and_unset_max_tokens(tmp_path: Path):
+    (step,) = _steps(tmp_path, "langfuse-test-openlit/spans.json")
+    assert step["content_captured"] and not any("not parseable" in i for i in step["issues"])
+    assert [(m["role"], m["content"]) for m in step["input_messages"]] == [
+        ("user", "What is LLM Observability?")
+    ]
+    assert step["output"]["content"].startswith("LLM Observability stands for")
+    assert step["params"]["max_tokens"] is None  # -1: not set
+
+
+def test_litellm_function_call_and_functions(tmp_path: Path):
+    steps = _steps(tmp_path, "interlingua-litellm/in.json")
+    (call,) = _llm(steps)
+    (tool_call,) = call["output"]["tool_calls"]
+    assert tool_call["name"] == "lookup_order"
+    assert json.loads(tool_call["arguments"]) == {"order_id": "A-1187"}
+    assert [t["name"] for t in call["tools_available"]] == ["lookup_order"]
+    tools = [s for s in steps if s["kind"] == "tool"]
+    assert [t["tool_name"] for t in tools] == ["lookup_order"]
+    assert tools[0]["call_step"] == call["step"]
+
+
+def test_latitude_nonstandard_operation_names_with_messages(tmp_path: Path):
+    steps = _steps(tmp_path, "latitude-telemetry/manual_prompt_with_tools_spans.json")
+    llm = _llm(steps)
+    assert len(llm) == 2 and all(s["content_captured"] for s in llm)
+    assert all(any("'completion'" in issue for issue in s["issues"]) for s in llm)
+    assert llm[0]["output"]["tool_calls"][0]["name"] == "get_weather"
+    tools = [s for s in steps if s["kind"] == "tool"]
+    assert [t["tool_name"] for t in tools] == ["get_weather"]
+    assert tools[0]["tool_result"]
+
+
+def test_details_event_beside_the_span(tmp_path: Path):
+    steps = _steps(
+        tmp_path,
+        "semconv-examples/event-content.traces.json",
+        "semconv-examples/event-content.logs.json",
+    )
+    llm = _llm(steps)
+    assert len(llm) == 2  # the JSON-string form and the structured (kvlist) form
+    for step in llm:
+        assert step["content_captured"] and step["input_messages"] and step["output"]
