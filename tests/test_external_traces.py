@@ -85,3 +85,24 @@ def test_details_event_beside_the_span(tmp_path: Path):
     assert len(llm) == 2  # the JSON-string form and the structured (kvlist) form
     for step in llm:
         assert step["content_captured"] and step["input_messages"] and step["output"]
+
+
+def test_vercel_ai_sdk_v5_model_call_and_tool(tmp_path: Path):
+    steps = _steps(tmp_path, "interlingua-vercel-ai/in.json")
+    (call,) = _llm(steps)
+    assert [m["role"] for m in call["input_messages"]] == ["system", "user"]
+    (tool_call,) = call["output"]["tool_calls"]
+    assert tool_call["name"] == "lookup_order"
+    assert json.loads(tool_call["arguments"]) == {"order_id": "A-1187"}
+    assert call["finish_reason"] == "tool_call" and call["usage"]["input_tokens"] == 412
+    (tool,) = [s for s in steps if s["kind"] == "tool"]
+    assert tool["tool_name"] == "lookup_order" and tool["call_step"] == call["step"]
+    assert tool["tool_result"]
+
+
+def test_vercel_ai_sdk_v6_every_model_call_has_its_content(tmp_path: Path):
+    steps = _steps(tmp_path, "vercel-ai-sdk-v6/all-spans.otlp.json")
+    llm = _llm(steps)
+    assert len(llm) == 4
+    assert all(s["content_captured"] and s["input_messages"] and s["output"] for s in llm)
+    assert not any("unmapped dialect" in i for s in steps for i in s["issues"])

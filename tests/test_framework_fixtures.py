@@ -24,8 +24,6 @@ FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
 
 KNOWN_GAPS = {
-    "vercel-ai-v5": "the Vercel AI SDK's ai.* spans are not mapped yet",
-    "vercel-ai-v6": "the Vercel AI SDK's ai.* spans are not mapped yet",
     "google_adk_legacy": "ADK's legacy gcp.vertex.agent.llm_request/llm_response are not read",
     "llamaindex": "LlamaIndex's _prepare_chat_with_tools span reads as a third LLM call",
     "openai_agents_otel": "the producer writes call 1's tool call as a Python repr text part",

@@ -27,6 +27,7 @@ from otelcar.conventions.langsmith import LangSmithMapper
 from otelcar.conventions.openinference import OpenInferenceMapper
 from otelcar.conventions.openllmetry import OpenLLMetryMapper
 from otelcar.conventions.tool_payloads import unwrap_arguments, unwrap_result
+from otelcar.conventions.vercel_ai import VercelAIMapper
 from otelcar.conventions.whowhen import WhoWhenMapper
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, normalize_role
@@ -108,3 +109,4 @@ register_mapper(LangfuseMapper())
 register_mapper(LangSmithMapper())
 register_mapper(OpenInferenceMapper())
 register_mapper(OpenLLMetryMapper())
+register_mapper(VercelAIMapper())
