@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from otelcar.conventions import UNREAD
 from otelcar.cost import policy_calls_text
 from otelcar.messages import decode_arguments
 from otelcar.safe_text import visible
@@ -60,19 +61,25 @@ def _calls(message: dict[str, Any] | None) -> str:
     return ", ".join(f"{c['name']}({_args(c['arguments'])})" for c in calls)
 
 
+def _missing_content(row: dict[str, Any]) -> str:
+    """Why a step shows no content: its span carried some no mapper read, or none."""
+    unread = any(str(issue).startswith(UNREAD) for issue in row.get("issues") or ())
+    return "[content unread: see issues]" if unread else "[content not captured]"
+
+
 def step_summary(row: dict[str, Any], limit: int = 90) -> str:
     """A one-line gist of a step: what went in and what came out."""
     if row["kind"] == "llm":
         if not row["content_captured"]:
             calls = _calls(row["output"])
-            return "[content not captured]" + (f" → {calls}" if calls else "")
+            return _missing_content(row) + (f" → {calls}" if calls else "")
         output = row["output"]
         if output and output.get("tool_calls"):
             return _clip("→ " + _calls(output), limit)
         return _clip("→ " + ((output or {}).get("content") or ""), limit)
     if row["kind"] == "tool":
         if not row["content_captured"]:
-            return "[content not captured]"
+            return _missing_content(row)
         result = row["tool_result"]
         return _clip(
             f"({_args(row['tool_args'])}) → {result if result is not None else '…'}", limit

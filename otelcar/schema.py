@@ -120,7 +120,8 @@ STEP_COLUMN_DOCS: dict[str, str] = {
     "response_id": "provider response id (chatcmpl-...)",
     "conversation_id": "gen_ai.conversation.id",
     "source": "dialect and convention version the row was mapped from",
-    "content_captured": "false when content capture was off (null for agent/other steps)",
+    "content_captured": "false when the step has no content: capture was off, or its span "
+    "carried content no mapper read (an issue 'content unread: …'); null for agent/other",
     "content_truncated": "content was recorded but cut (attribute length limit): not usable",
     "link_inferred": "tool steps linked to their call by name and order, not by id",
     "synthesized": "tool step made from an assistant tool call (no tool span was recorded)",

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from otelcar.conventions import PARAM_KEYS, USAGE_KEYS, MappedSpan, map_span
+from otelcar.conventions import PARAM_KEYS, UNREAD, USAGE_KEYS, MappedSpan, map_span
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, encode_arguments
 
@@ -544,6 +544,8 @@ def _summary(
         "content_captured": (
             "n/a"
             if not content
+            else "unread"
+            if any(issue.startswith(UNREAD) for row in rows for issue in row.mapped.issues)
             else "yes"
             if all(content)
             else "no"

@@ -106,3 +106,18 @@ def test_vercel_ai_sdk_v6_every_model_call_has_its_content(tmp_path: Path):
     assert len(llm) == 4
     assert all(s["content_captured"] and s["input_messages"] and s["output"] for s in llm)
     assert not any("unmapped dialect" in i for s in steps for i in s["issues"])
+
+
+def test_content_no_mapper_read_is_unread_never_not_captured(tmp_path: Path):
+    # The OpenInference fixtures' older gen_ai.prompt/completion and input/output-only spans.
+    steps = _steps(tmp_path, "openinference-genai-fixtures/fixtures.otlp.json")
+    empty = [s for s in steps if s["kind"] == "llm" and not s["content_captured"]]
+    assert empty, "the file has LLM spans whose content is not in messages"
+    from otelcar.render import step_summary
+
+    for step in empty:
+        unread = [i for i in step["issues"] if i.startswith("content unread: ")]
+        assert unread, step["issues"]
+        assert step_summary(step).startswith("[content unread")
+    store = Store(tmp_path / "store")
+    assert "unread" in set(store.traces()["content_captured"].to_list())

@@ -35,14 +35,54 @@ from otelcar.messages import Message, normalize_role
 __all__ = [
     "PARAM_KEYS",
     "STEP_KINDS",
+    "UNREAD",
     "USAGE_KEYS",
     "Attrs",
     "DialectMapper",
     "MappedSpan",
+    "content_keys",
     "map_span",
     "mapper_names",
     "register_mapper",
 ]
+
+#: The prefix of the issue on a step whose span carries content no mapper read.
+UNREAD = "content unread: "
+CONTENT_PREFIXES = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "ai.prompt",
+    "ai.response.text",
+    "ai.response.toolCalls",
+    "ai.toolCall.args",
+    "ai.toolCall.result",
+    "gcp.vertex.agent.llm_request",
+    "gcp.vertex.agent.llm_response",
+    "gcp.vertex.agent.tool_call_args",
+    "gcp.vertex.agent.tool_response",
+)
+# Values that stand for content withheld by the producer (OpenInference's redaction), not content.
+PLACEHOLDERS = frozenset({"", "__REDACTED__"})
+CONTENT_KEYS = frozenset({"input.value", "output.value", "gen_ai.prompt", "gen_ai.completion"})
+CONTENT_EVENTS = frozenset(
+    {
+        "gen_ai.client.inference.operation.details",
+        "gen_ai.system.message",
+        "gen_ai.user.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+        "gen_ai.choice",
+        "gen_ai.content.prompt",
+        "gen_ai.content.completion",
+    }
+)
 
 _MAPPERS: list[DialectMapper] = []
 _FALLBACK = GenericMapper()
@@ -72,13 +112,40 @@ def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
     if best is None:
         return storable(_FALLBACK.map(span, logs))
     try:
-        return storable(_normalized(best[2].map(span, logs)))
+        return storable(_check_unread(_normalized(best[2].map(span, logs)), span, logs))
     except Exception as exc:
         mapped = _FALLBACK.map(span, logs)
         mapped.issues.append(
             f"mapper {best[2].name!r} failed on this span: {type(exc).__name__}: {exc}"
         )
         return storable(mapped)
+
+
+def content_keys(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> list[str]:
+    """The attributes and events of ``span`` that carry GenAI content (messages, prompts,
+    completions, inputs and outputs) in any dialect otelcar knows of."""
+    keys = sorted(
+        key
+        for key, value in span.attributes.items()
+        if (key.startswith(CONTENT_PREFIXES) or key in CONTENT_KEYS)
+        and not (isinstance(value, str) and value in PLACEHOLDERS)
+        and not key.endswith(".role")  # a role alone is no content
+    )
+    events = {event.get("name") for event in span.events} | {log.event_name for log in logs}
+    keys += sorted(name for name in events if name in CONTENT_EVENTS)
+    return keys
+
+
+def _check_unread(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
+    """An LLM or tool step left without content although its span carries some is
+    *content unread* (an issue starting :data:`UNREAD`), never "not captured"."""
+    if mapped.kind not in ("llm", "tool") or mapped.has_content():
+        return mapped
+    keys = content_keys(span, logs)
+    if keys:
+        shown = ", ".join(keys[:6]) + (f" … {len(keys) - 6} more" if len(keys) > 6 else "")
+        mapped.issues.append(f"{UNREAD}{shown} carry content {mapped.source!r} did not read")
+    return mapped
 
 
 def _normalized(mapped: MappedSpan) -> MappedSpan:
