@@ -108,16 +108,38 @@ def test_vercel_ai_sdk_v6_every_model_call_has_its_content(tmp_path: Path):
     assert not any("unmapped dialect" in i for s in steps for i in s["issues"])
 
 
-def test_content_no_mapper_read_is_unread_never_not_captured(tmp_path: Path):
-    # The OpenInference fixtures' older gen_ai.prompt/completion and input/output-only spans.
+def test_openinference_fixtures_older_forms_are_read(tmp_path: Path):
+    # gen_ai.prompt / gen_ai.completion as attributes, and an LLM span with only
+    # input.value (a message list) and output.value ({"text", "finish_reason"}).
     steps = _steps(tmp_path, "openinference-genai-fixtures/fixtures.otlp.json")
-    empty = [s for s in steps if s["kind"] == "llm" and not s["content_captured"]]
-    assert empty, "the file has LLM spans whose content is not in messages"
-    from otelcar.render import step_summary
+    llm = _llm(steps)
+    assert len(llm) == 4 and all(s["content_captured"] for s in llm)
+    for step in llm:
+        assert step["output"]["content"].startswith("The weather in Paris is currently rainy")
+        assert [m["role"] for m in step["input_messages"]] == ["user", "assistant", "tool"]
+    # One OpenInference span records no finish reason at all; the other three say "stop".
+    assert sorted(str(s["finish_reason"]) for s in llm) == ["None", "stop", "stop", "stop"]
+    assert "unread" not in set(Store(tmp_path / "store").traces()["content_captured"].to_list())
 
-    for step in empty:
-        unread = [i for i in step["issues"] if i.startswith("content unread: ")]
-        assert unread, step["issues"]
-        assert step_summary(step).startswith("[content unread")
-    store = Store(tmp_path / "store")
-    assert "unread" in set(store.traces()["content_captured"].to_list())
+
+def test_content_no_mapper_read_is_unread_never_not_captured():
+    from otelcar.conventions import map_span
+    from otelcar.render import step_summary
+    from tests.synth import span
+
+    mapped = map_span(
+        span(
+            "c",
+            "chat m",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": '{"not": "a message list"}',
+                "input.value": "__REDACTED__",
+            },
+        )
+    )
+    assert mapped.kind == "llm" and not mapped.has_content()
+    (unread,) = [i for i in mapped.issues if i.startswith("content unread: ")]
+    assert "gen_ai.input.messages" in unread and "input.value" not in unread  # redacted
+    row = {"kind": "llm", "content_captured": False, "output": None, "issues": mapped.issues}
+    assert step_summary(row).startswith("[content unread")

@@ -240,6 +240,21 @@ def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: Ma
         first_reason = first_reason or _body(ordered[0]).get("finish_reason")
     if mapped.input_messages is None or mapped.output is None:
         _span_event_content(span, mapped, versions)
+    # The deprecated gen_ai.prompt / gen_ai.completion attributes (JSON in them).
+    if mapped.input_messages is None and "gen_ai.prompt" in span.attributes:
+        read = messages_from_any(span.attributes["gen_ai.prompt"], mapped.issues, "input")
+        if read is not None:
+            attrs.get("gen_ai.prompt")
+            mapped.input_messages = read
+            versions.append("gen_ai.prompt attribute")
+    if mapped.output is None and "gen_ai.completion" in span.attributes:
+        read = messages_from_any(span.attributes["gen_ai.completion"], mapped.issues, "output")
+        if read:
+            attrs.get("gen_ai.completion")
+            _set_choices(mapped, read)
+            completion = _parsed(span.attributes["gen_ai.completion"])
+            if first_reason is None and isinstance(completion, dict):
+                first_reason = completion.get("finish_reason")
 
     mapped.content_truncated = bool(attrs.truncated or (detail_attrs and detail_attrs.truncated))
     mapped.finish_reason = normalize_finish_reason(first_reason)
@@ -506,6 +521,27 @@ def messages_from_parts(items: Any, issues: list[str], where: str) -> list[Messa
         )
         out.extend(responses)
     return out
+
+
+def messages_from_any(value: Any, issues: list[str], where: str) -> list[Message] | None:
+    """Messages from the loosely shaped content older forms record: a list of GenAI or
+    OpenAI-style messages, a ``{"text", "finish_reason"}`` completion, or plain text;
+    ``None`` when ``value`` is none of these."""
+    if isinstance(value, str):
+        value = _parsed(value)
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        if all("role" in m or "parts" in m for m in value):
+            return messages_from_parts(value, issues, where)
+        return None
+    role = "assistant" if where == "output" else "user"
+    if isinstance(value, dict):
+        text = value.get("text", value.get("content"))
+        if isinstance(text, str) and set(value) <= {"text", "content", "finish_reason", "role"}:
+            return [Message(role=str(value.get("role") or role), content=text)]
+        return None
+    if isinstance(value, str) and value:
+        return [Message(role=role, content=value)]
+    return None
 
 
 def tool_definitions(items: Any, issues: list[str]) -> list[dict[str, Any]] | None:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
-from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
+from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -138,7 +138,18 @@ def _map_llm(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         if isinstance(messages, list):
             mapped.input_messages = [_openai_message(m, "user") for m in messages]
             mapped.issues.append("input messages read from input.value (the raw request)")
+    elif mapped.input_messages is None and isinstance(request, list):
+        read = messages_from_any(request, mapped.issues, "input")  # a message list itself
+        if read is not None:
+            mapped.input_messages = read
+            mapped.issues.append("input messages read from input.value (a message list)")
     response = _raw_json(span, attrs, "output", mapped, consume=not outputs)
+    if mapped.output is None and isinstance(response, dict) and not _raw_choices(response):
+        read = messages_from_any(response, mapped.issues, "output")  # {"text", "finish_reason"}
+        if read:
+            _set_choices(mapped, read)
+            mapped.issues.append("output read from output.value")
+            reason = reason or response.get("finish_reason")
     if isinstance(response, dict):
         mapped.response_id = text_of(response.get("id"))
         raw_choices = _raw_choices(response)
