@@ -24,7 +24,6 @@ FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
 
 KNOWN_GAPS = {
-    "google_adk_legacy": "ADK's legacy gcp.vertex.agent.llm_request/llm_response are not read",
     "llamaindex": "LlamaIndex's _prepare_chat_with_tools span reads as a third LLM call",
     "openai_agents_otel": "the producer writes call 1's tool call as a Python repr text part",
     "langgraph": "the tool span's input.value is the bare argument, not an object",

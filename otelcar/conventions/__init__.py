@@ -22,6 +22,7 @@ from otelcar.conventions.base import (
 )
 from otelcar.conventions.genai import GenAIMapper
 from otelcar.conventions.generic import GenericMapper
+from otelcar.conventions.google_adk import GoogleADKMapper
 from otelcar.conventions.langfuse import LangfuseMapper
 from otelcar.conventions.langsmith import LangSmithMapper
 from otelcar.conventions.openinference import OpenInferenceMapper
@@ -177,3 +178,4 @@ register_mapper(LangSmithMapper())
 register_mapper(OpenInferenceMapper())
 register_mapper(OpenLLMetryMapper())
 register_mapper(VercelAIMapper())
+register_mapper(GoogleADKMapper())

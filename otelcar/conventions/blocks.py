@@ -4,7 +4,8 @@ Producers record a message's content in the block form of the API they wrap: Ope
 arrays (``{"type": "text", "text"}``), Bedrock/Strands blocks (``{"text"}``, ``{"toolUse"}``,
 ``{"toolResult"}``), Anthropic blocks (``tool_use`` / ``tool_result``), the Vercel AI SDK's
 parts (``tool-call`` / ``tool-result``), the Responses API items (``function_call`` /
-``function_call_output``) and the GenAI semconv parts (``tool_call`` /
+``function_call_output``), Gemini parts (``function_call`` / ``function_response``) and the
+GenAI semconv parts (``tool_call`` /
 ``tool_call_response``). :func:`read_blocks` turns any of them (or a plain string, or a JSON
 string holding them) into text, tool calls, tool results and reasoning; a block it does not
 know is named in ``unknown`` so the caller can report it rather than drop it silently.
@@ -61,7 +62,15 @@ def read_blocks(value: Any, *, parse_json: bool = True) -> Blocks:
 
 def _is_block(item: dict[str, Any]) -> bool:
     return isinstance(item.get("type"), str) or any(
-        key in item for key in ("text", "toolUse", "toolResult", "reasoningContent")
+        key in item
+        for key in (
+            "text",
+            "toolUse",
+            "toolResult",
+            "reasoningContent",
+            "function_call",
+            "function_response",
+        )
     )
 
 
@@ -125,6 +134,18 @@ def _read_one(item: Any, out: Blocks) -> None:
             (item[k] for k in ("content", "output", "result", "response") if k in item), None
         )
         out.results.append((call_id, _result_text(content)))
+    elif kind is None and isinstance(item.get("function_call"), dict):  # Gemini
+        call = item["function_call"]
+        out.calls.append(
+            ToolCall(
+                name=call.get("name"),
+                arguments=parse_arguments(call.get("args")),
+                id=call.get("id"),
+            )
+        )
+    elif kind is None and isinstance(item.get("function_response"), dict):  # Gemini
+        response = item["function_response"]
+        out.results.append((response.get("id"), _result_text(response.get("response"))))
     elif kind in ("reasoning", "thinking") or "reasoningContent" in item:
         text = item.get("text") or item.get("thinking") or item.get("content")
         if text is None and isinstance(item.get("reasoningContent"), dict):
