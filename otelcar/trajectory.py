@@ -406,6 +406,14 @@ def _backfill_tool(row: _Row, call_row: _Row, index: int, rows: list[_Row]) -> N
     if info.tool_args is None and call.arguments is not None:
         info.tool_args = call.arguments
         row.issues.append("arguments backfilled from the assistant tool call")
+    elif (
+        isinstance(info.tool_args, str)
+        and isinstance(call.arguments, dict)
+        and len(call.arguments) == 1
+        and info.tool_args in (str(v) for v in call.arguments.values())
+    ):  # the tool span recorded the bare value of a one-argument call (LangGraph)
+        info.tool_args = call.arguments
+        row.issues.append("arguments named from the assistant tool call (the span has the value)")
     if info.tool_result is None:
         result = _result_for(call_row, index, call, rows)
         if result is not _UNSET and result is not None:

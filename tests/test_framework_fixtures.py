@@ -26,7 +26,6 @@ CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
 KNOWN_GAPS = {
     "llamaindex": "LlamaIndex's _prepare_chat_with_tools span reads as a third LLM call",
     "openai_agents_otel": "the producer writes call 1's tool call as a Python repr text part",
-    "langgraph": "the tool span's input.value is the bare argument, not an object",
 }
 
 

@@ -180,7 +180,9 @@ def _map_llm(span: SpanFrame, attrs: Attrs, logs: Sequence[LogFrame], mapped: Ma
         "input_tokens": attrs.int("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
         "output_tokens": attrs.int("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
         "cache_read_tokens": attrs.int("gen_ai.usage.cache_read.input_tokens"),
-        "reasoning_tokens": attrs.int("gen_ai.usage.reasoning.output_tokens"),
+        "reasoning_tokens": attrs.int(
+            "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"
+        ),
         "total_tokens": attrs.int("gen_ai.usage.total_tokens"),
     }
     details = [log for log in logs if log.event_name == DETAILS_EVENT]
