@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.ingest.jsontext import loads_value
-from otelcar.messages import ToolCall, parse_arguments, text_of
+from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 
 @dataclass(slots=True)
@@ -36,6 +36,35 @@ class Blocks:
 
     def empty(self) -> bool:
         return not (self.texts or self.calls or self.results or self.reasoning)
+
+
+def messages_from_blocks(
+    role: str,
+    blocks: Blocks,
+    *,
+    calls: tuple[ToolCall, ...] | None = None,
+    tool_call_id: str | None = None,
+    name: str | None = None,
+) -> list[Message]:
+    """One message of ``role`` holding ``blocks`` (its tool ``calls``, default the blocks'),
+    followed by one ``tool`` message per tool result they hold; only the tool messages when
+    there is nothing else (a turn that just returns results)."""
+    calls = tuple(blocks.calls) if calls is None else calls
+    results = [
+        Message(role="tool", content=text, tool_call_id=result_id or tool_call_id)
+        for result_id, text in blocks.results
+    ]
+    if results and not blocks.texts and not calls:
+        return results
+    message = Message(
+        role=role,
+        content=blocks.text,
+        tool_calls=calls,
+        tool_call_id=tool_call_id,
+        name=name,
+        reasoning="\n".join(blocks.reasoning) if blocks.reasoning else None,
+    )
+    return [message, *results]
 
 
 def read_blocks(value: Any, *, parse_json: bool = True) -> Blocks:

@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
-from otelcar.conventions.blocks import read_blocks
+from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import literal_value, loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -362,22 +363,13 @@ def legacy_messages(log: LogFrame, issues: list[str]) -> list[Message]:
     blocks = read_blocks(content)
     for kind in blocks.unknown:
         issues.append(f"{log.event_name} content block {kind!r} is not represented")
-    calls = (*_openai_tool_calls(tool_calls), *blocks.calls)
-    results = [
-        Message(role="tool", content=text, tool_call_id=result_id or call_id)
-        for result_id, text in blocks.results
-    ]
-    if results and not blocks.texts and not calls:
-        return results
-    message = Message(
-        role=role,
-        content=blocks.text,
-        tool_calls=calls,
+    return messages_from_blocks(
+        role,
+        blocks,
+        calls=(*_openai_tool_calls(tool_calls), *blocks.calls),
         tool_call_id=call_id,
         name=_text(body.get("name")),
-        reasoning="\n".join(blocks.reasoning) if blocks.reasoning else None,
     )
-    return [message, *results]
 
 
 def content_events(span: SpanFrame, logs: Sequence[LogFrame]) -> list[LogFrame]:
@@ -420,23 +412,7 @@ def _parsed(value: Any) -> Any:
 
 def _with_parsed_body(log: LogFrame) -> LogFrame:
     body = _parsed(log.body)
-    if not isinstance(body, dict):
-        return log
-    return LogFrame(
-        trace_id=log.trace_id,
-        span_id=log.span_id,
-        time_ns=log.time_ns,
-        observed_time_ns=log.observed_time_ns,
-        event_name=log.event_name,
-        body=body,
-        attributes=log.attributes,
-        severity_number=log.severity_number,
-        severity_text=log.severity_text,
-        resource=log.resource,
-        scope_name=log.scope_name,
-        seq=log.seq,
-        record_id=log.record_id,
-    )
+    return replace(log, body=body) if isinstance(body, dict) else log
 
 
 def _text(value: Any) -> str | None:

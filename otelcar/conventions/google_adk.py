@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
-from otelcar.conventions.blocks import read_blocks
+from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import normalize_finish_reason
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, parse_arguments, text_of
@@ -95,22 +95,7 @@ def _contents(items: Any, mapped: MappedSpan, where: str) -> list[Message]:
         blocks = read_blocks(item.get("parts"), parse_json=False)
         for kind in blocks.unknown:
             mapped.issues.append(f"{where}: Gemini part {kind!r} is not represented")
-        results = [
-            Message(role="tool", content=text, tool_call_id=call_id)
-            for call_id, text in blocks.results
-        ]
-        if results and not blocks.texts and not blocks.calls:
-            out.extend(results)  # function responses travel in a "user" turn
-            continue
-        out.append(
-            Message(
-                role=str(item.get("role") or "user"),
-                content=blocks.text,
-                tool_calls=tuple(blocks.calls),
-                reasoning="\n".join(blocks.reasoning) if blocks.reasoning else None,
-            )
-        )
-        out.extend(results)
+        out.extend(messages_from_blocks(str(item.get("role") or "user"), blocks))
     return out
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
-from otelcar.conventions.blocks import read_blocks
+from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -151,26 +151,10 @@ def _messages(prompt: Any, issues: list[str]) -> list[Message]:
         if not isinstance(item, dict):
             issues.append(f"ai.prompt.messages[{index}] is not an object; ignored")
             continue
-        role = str(item.get("role") or "user")
         blocks = read_blocks(item.get("content"), parse_json=False)
         for kind in blocks.unknown:
             issues.append(f"ai.prompt.messages[{index}]: part {kind!r} is not represented")
-        results = [
-            Message(role="tool", content=text, tool_call_id=call_id)
-            for call_id, text in blocks.results
-        ]
-        if results and not blocks.texts and not blocks.calls:
-            out.extend(results)
-            continue
-        out.append(
-            Message(
-                role=role,
-                content=blocks.text,
-                tool_calls=tuple(blocks.calls),
-                reasoning="\n".join(blocks.reasoning) if blocks.reasoning else None,
-            )
-        )
-        out.extend(results)
+        out.extend(messages_from_blocks(str(item.get("role") or "user"), blocks))
     return out
 
 
