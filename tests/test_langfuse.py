@@ -16,6 +16,7 @@ import pytest
 from otelcar import import_files, read_otlp
 from otelcar.conventions import map_span
 from otelcar.ingest.exports import langfuse as lf_export
+from otelcar.ingest.exports.timestamps import time_ns
 from otelcar.ingest.files import read_records
 from otelcar.ingest.raw import decode_record
 from otelcar.messages import decode_arguments
@@ -712,7 +713,7 @@ def test_json_in_string_blob_row():
     ],
 )
 def test_timestamps(text: Any, ns: int | None):
-    assert lf_export.time_ns(text) == ns
+    assert time_ns(text) == ns
 
 
 def test_bad_rows_are_reported_not_fatal():

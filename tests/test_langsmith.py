@@ -27,6 +27,7 @@ from otelcar.conventions.langsmith import (
 )
 from otelcar.errors import FormatError
 from otelcar.ingest.exports import langsmith as ls
+from otelcar.ingest.exports.timestamps import time_ns
 from otelcar.ingest.files import read_records
 from otelcar.ingest.formats import derived_id, detect_json
 from otelcar.ingest.raw import decode_record
@@ -640,7 +641,7 @@ def test_tool_run_with_repr_input_links_by_its_output_call_id():
     ],
 )
 def test_timestamp_spellings(text):
-    assert ls._time_ns(text) == 1714351752090000000
+    assert time_ns(text) == 1714351752090000000
 
 
 def test_naive_rest_timestamps_are_utc():

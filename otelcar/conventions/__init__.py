@@ -20,11 +20,14 @@ from otelcar.conventions.base import (
     MappedSpan,
     storable,
 )
+from otelcar.conventions.braintrust import BraintrustMapper
 from otelcar.conventions.genai import GenAIMapper
 from otelcar.conventions.generic import GenericMapper
 from otelcar.conventions.google_adk import GoogleADKMapper
 from otelcar.conventions.langfuse import LangfuseMapper
 from otelcar.conventions.langsmith import LangSmithMapper
+from otelcar.conventions.latitude import LatitudeMapper
+from otelcar.conventions.litellm_raw import LiteLLMRawMapper
 from otelcar.conventions.openinference import OpenInferenceMapper
 from otelcar.conventions.openllmetry import OpenLLMetryMapper
 from otelcar.conventions.tool_payloads import unwrap_arguments, unwrap_result
@@ -68,6 +71,8 @@ CONTENT_PREFIXES = (
     "gcp.vertex.agent.llm_response",
     "gcp.vertex.agent.tool_call_args",
     "gcp.vertex.agent.tool_response",
+    "braintrust.input",
+    "braintrust.output",
 )
 # Values that stand for content withheld by the producer (OpenInference's redaction), not content.
 PLACEHOLDERS = frozenset({"", "__REDACTED__"})
@@ -179,3 +184,6 @@ register_mapper(OpenInferenceMapper())
 register_mapper(OpenLLMetryMapper())
 register_mapper(VercelAIMapper())
 register_mapper(GoogleADKMapper())
+register_mapper(BraintrustMapper())
+register_mapper(LiteLLMRawMapper())
+register_mapper(LatitudeMapper())

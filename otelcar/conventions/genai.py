@@ -287,14 +287,20 @@ def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan, logs: Sequence[
     mapped.tool_name = name
     mapped.tool_call_id = attrs.text("gen_ai.tool.call.id")
     attrs.get("gen_ai.tool.type")
-    raw_args = span.attributes.get("gen_ai.tool.call.arguments")
-    if raw_args is not None:
-        attrs.get("gen_ai.tool.call.arguments")
-        mapped.tool_args = parse_arguments(raw_args)
+    # gen_ai.tool.call.*; Latitude's gen_ai.tool.result.value; bare input/output (the
+    # OpenInference GenAI converter's fixtures) only where neither is present.
+    args_key = next(
+        (k for k in ("gen_ai.tool.call.arguments", "input") if span.attributes.get(k) is not None),
+        None,
+    )
+    if args_key is not None:
+        mapped.tool_args = parse_arguments(attrs.get(args_key))
         if isinstance(mapped.tool_args, str):
-            mapped.issues.append("gen_ai.tool.call.arguments is not a JSON object; kept as text")
-    result = attrs.get("gen_ai.tool.call.result")
+            mapped.issues.append(f"{args_key} is not a JSON object; kept as text")
+    result = attrs.first("gen_ai.tool.call.result", "gen_ai.tool.result.value", "output")
     mapped.tool_result = text_of(result)
+    if attrs.get("gen_ai.tool.result.is_error") is True:
+        mapped.error = mapped.error or "the tool reported an error (gen_ai.tool.result.is_error)"
     # Events on the tool span (Strands): the call as a tool message, the result as a choice.
     for log in logs:
         body = _body(log)

@@ -13,7 +13,7 @@ from otelcar.ingest.frames import LogFrame, SpanFrame
 
 NAME = "generic"
 PRIORITY = 1000
-_LLM_HINTS = ("gen_ai.", "llm.", "openinference.", "traceloop.", "langfuse.")
+_LLM_HINTS = ("gen_ai.", "llm.", "openinference.", "traceloop.", "langfuse.", "braintrust.", "ai.")
 
 
 class GenericMapper:

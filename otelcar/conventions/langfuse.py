@@ -18,11 +18,12 @@ Reads (``reference/otel-genai.md`` §5 and §8.4, ``reference/exports.md`` §2):
   recorded, or the ``content`` of a LangChain ToolMessage dict.
 - ``.model.name`` → ``response_model`` (the OpenAI wrapper reports the response's model;
   LangChain's requested ``ls_model_name`` metadata, when present, is ``request_model``).
-- ``.model.parameters`` → ``params``. Langfuse's OpenAI wrapper *fills in defaults*
-  (temperature 1, top_p 1, frequency/presence penalty 0, max_tokens ``"Infinity"``) for
-  parameters that were not sent: a value equal to such a default is therefore not known
-  to have been sent and is left out of ``params`` (an issue says which). The attribute
-  itself is never consumed, so the parameters exactly as recorded stay in ``attributes``.
+- ``.model.parameters`` (``.model_parameters`` in SDK v3 pre-releases) → ``params``.
+  Langfuse's OpenAI wrapper *fills in defaults* (temperature 1, top_p 1,
+  frequency/presence penalty 0, max_tokens ``"Infinity"``) for parameters that were not
+  sent: a value equal to such a default is therefore not known to have been sent and is
+  left out of ``params`` (an issue says which). The attribute itself is never consumed,
+  so the parameters exactly as recorded stay in ``attributes``.
 - ``.usage_details``: OpenAI keys (``prompt_tokens``, ``*_tokens_details``) or Langfuse's
   (``input``, ``output``, ``total``, ``input_cached_tokens``, ``output_reasoning_tokens``,
   …); server-normalised ``input``/``output`` exclude their detail counts, which are added
@@ -59,6 +60,8 @@ INPUT = OBS + "input"
 OUTPUT = OBS + "output"
 MODEL = OBS + "model.name"
 MODEL_PARAMETERS = OBS + "model.parameters"
+#: The spelling of Langfuse SDK v3 pre-releases (2025-04).
+OLD_MODEL_PARAMETERS = OBS + "model_parameters"
 USAGE = OBS + "usage_details"
 LEVEL = OBS + "level"
 STATUS_MESSAGE = OBS + "status_message"
@@ -226,7 +229,8 @@ def _map_llm(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
     if provider is None and span.name.startswith("OpenAI-"):
         provider = "openai"  # the default observation names of Langfuse's OpenAI wrapper
     mapped.provider = provider
-    mapped.params = model_params(span.attributes.get(MODEL_PARAMETERS), mapped.issues)
+    recorded = span.attributes.get(MODEL_PARAMETERS, span.attributes.get(OLD_MODEL_PARAMETERS))
+    mapped.params = model_params(recorded, mapped.issues)
     mapped.usage = usage(_usage_source(attrs))
 
     value = content_value(span, attrs, INPUT, mapped)

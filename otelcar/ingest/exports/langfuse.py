@@ -49,14 +49,13 @@ import csv
 import io
 import re
 from collections.abc import Iterator
-from datetime import datetime
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import polars as pl
 
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext
+from otelcar.ingest.exports.timestamps import time_ns
 from otelcar.ingest.formats import ExportFormat, derived_id, register_format
 from otelcar.ingest.frames import Decoded, SpanFrame, check_time
 
@@ -128,11 +127,6 @@ _STRUCTURAL = frozenset(
     {"id", "trace_id", "parent_observation_id", "type", "name", "start_time", "end_time"}
 )
 _TRACE_CONTEXT = {"session_id": "sessionId", "user_id": "userId", "tags": "tags"}
-#: No epoch number at or past this is a time the store can hold, in any unit.
-_EPOCH_LIMIT = Decimal(10) ** 20
-_TIME = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?\s*(Z|[+-]\d{2}:?\d{2})?$"
-)
 
 
 class _RowError(ValueError):
@@ -411,53 +405,6 @@ def _snake(name: str) -> str:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def time_ns(value: Any) -> int | None:
-    """Nanoseconds since the epoch from an ISO-8601 / ``YYYY-MM-DD HH:MM:SS.ffffff`` text
-    (no zone = UTC; digits past microseconds kept) or an epoch number (s, ms, µs or ns by
-    magnitude); ``None`` when absent or unreadable."""
-    if value is None or isinstance(value, bool) or value == "":
-        return None
-    if isinstance(value, int | float | str):
-        number = _decimal(value)
-        if number is not None:
-            return _epoch_ns(number)
-    if not isinstance(value, str):
-        return None
-    match = _TIME.match(value.strip())
-    if match is None:
-        return None
-    day, clock, fraction, zone = match.groups()
-    zone = "+00:00" if zone in (None, "Z") else zone
-    try:
-        base = datetime.fromisoformat(f"{day}T{clock}{zone}")
-    except ValueError:
-        return None
-    seconds = int(base.timestamp())
-    return seconds * 1_000_000_000 + int((fraction or "0")[:9].ljust(9, "0"))
-
-
-def _decimal(value: int | float | str) -> Decimal | None:
-    try:
-        number = Decimal(str(value).strip())
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
-
-
-def _epoch_ns(number: Decimal) -> int:
-    """An epoch number in s, ms, µs or ns (by magnitude) as integer nanoseconds;
-    ``ValueError`` for one too large to be a time in any unit (converting 1e999999999 to an
-    integer would take forever)."""
-    magnitude = number.copy_abs()  # abs() would round (and overflow) in the context
-    if magnitude >= _EPOCH_LIMIT:
-        raise ValueError(f"epoch time {str(number)[:40]} is out of range")
-    for threshold, factor in ((Decimal(10) ** 17, 1), (Decimal(10) ** 14, 1_000)):
-        if magnitude >= threshold:
-            return int(number * factor)
-    factor = 1_000_000 if magnitude >= Decimal(10) ** 11 else 1_000_000_000
-    return int(number * factor)
 
 
 register_format(

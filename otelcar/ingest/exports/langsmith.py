@@ -33,7 +33,6 @@ The dialect mapper for these spans is :mod:`otelcar.conventions.langsmith`.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import io
 import math
@@ -45,6 +44,7 @@ from typing import Any
 
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext
+from otelcar.ingest.exports.timestamps import time_ns
 from otelcar.ingest.formats import ExportFormat, derived_id, register_format
 from otelcar.ingest.frames import MAX_TIME_NS, Decoded, SpanFrame, check_time
 
@@ -64,12 +64,6 @@ JSON_FIELDS = frozenset(
 #: Envelope keys that hold a list of runs (REST v1, API v2, CLI ``trace get``).
 ENVELOPE_KEYS = ("runs", "items")
 
-_ISO = re.compile(
-    r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?\s*"
-    r"(Z|z|[+-]\d\d(?::?\d\d)?)?$"
-)
-#: No epoch number at or past this is a time the store can hold, in any unit.
-_EPOCH_LIMIT = Decimal(10) ** 20
 _DOTTED = re.compile(r"^(\d{8})T(\d{6})(\d{0,9})Z(.+)$")
 
 
@@ -255,10 +249,10 @@ def run_to_span(
     segments = _dotted_segments(run.get("dotted_order"))
     trace = _uuid_text(run.get("trace_id")) or (segments[0][1] if segments else None) or run_id
     parent = _parent_of(run, segments, nested_parent)
-    start_ns = _time_ns(run.get("start_time"))
+    start_ns = time_ns(run.get("start_time"))
     if start_ns is None and segments:
         start_ns = segments[-1][0]
-    end_ns = _time_ns(run.get("end_time"))
+    end_ns = time_ns(run.get("end_time"))
     duration = _number(run.get("duration_ms"))
     if end_ns is None and start_ns is not None and duration is not None:
         if not math.isfinite(duration) or abs(duration) > MAX_TIME_NS / 1e6:
@@ -337,7 +331,7 @@ def _dotted_segments(value: Any) -> list[tuple[int | None, str]]:
         stamp = f"{date[:4]}-{date[4:6]}-{date[6:]}T{clock[:2]}:{clock[2:4]}:{clock[4:]}"
         if fraction:
             stamp += "." + fraction
-        out.append((_time_ns(stamp + "Z"), _uuid_text(run_id) or run_id))
+        out.append((time_ns(stamp + "Z"), _uuid_text(run_id) or run_id))
     return out
 
 
@@ -385,61 +379,6 @@ def _number(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-def _time_ns(value: Any) -> int | None:
-    """Epoch nanoseconds of a LangSmith timestamp; a missing zone means UTC.
-
-    Accepts ISO 8601 / RFC 3339 text (``T`` or a space, ``Z``/offset/naive, up to 9
-    fractional digits), ``datetime`` objects, and epoch numbers (s, ms, µs or ns, by size).
-    """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        seconds = calendar.timegm(value.utctimetuple())
-        return seconds * 1_000_000_000 + value.microsecond * 1000
-    if isinstance(value, int | float):
-        return _epoch_ns(value)
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    match = _ISO.match(text)
-    if match is None:
-        try:
-            return _epoch_ns(Decimal(text))
-        except ArithmeticError:  # decimal.InvalidOperation: not a number either
-            return None
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
-    seconds = calendar.timegm(
-        (int(year), int(month), int(day), int(hour), int(minute), int(second), 0, 0, 0)
-    )
-    nanos = int((fraction or "").ljust(9, "0")[:9] or 0)
-    if zone and zone not in ("Z", "z"):
-        sign = -1 if zone[0] == "-" else 1
-        digits = zone[1:].replace(":", "")
-        offset = int(digits[:2]) * 3600 + (int(digits[2:4]) * 60 if len(digits) > 2 else 0)
-        seconds -= sign * offset
-    return seconds * 1_000_000_000 + nanos
-
-
-def _epoch_ns(number: float | Decimal) -> int:
-    """Epoch nanoseconds of an epoch number in s, ms, µs or ns (told apart by size);
-    ``ValueError`` for one that is not finite or is too large to be a time in any unit
-    (converting 1e999999999 to an integer would take forever)."""
-    exact = Decimal(str(number))  # str(): a float's shortest repr, so no binary noise
-    if not exact.is_finite() or exact.copy_abs() >= _EPOCH_LIMIT:
-        raise ValueError(f"epoch time {str(number)[:40]} is out of range")
-    magnitude = exact.copy_abs()
-    for threshold, scale in (
-        (Decimal("1e17"), 1),
-        (Decimal("1e14"), 1_000),
-        (Decimal("1e11"), 10**6),
-    ):
-        if magnitude >= threshold:
-            return int(exact * scale)
-    return int(exact * 1_000_000_000)
 
 
 register_format(
