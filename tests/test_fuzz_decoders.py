@@ -252,6 +252,22 @@ GENAI_KEYS = [
     "whowhen.entry.index",
     "whowhen.entry.content",
     "whowhen.entry.context",
+    "braintrust.span_attributes",
+    "braintrust.input_json",
+    "braintrust.output_json",
+    "braintrust.input",
+    "braintrust.output",
+    "braintrust.metadata",
+    "braintrust.metrics",
+    "llm.openai.messages",
+    "llm.openai.choices",
+    "llm.openai.tools",
+    "llm.openai.usage",
+    "llm.openai.id",
+    "latitude.type",
+    "gen_ai.tool.result.value",
+    "input",
+    "output",
 ]
 OPERATIONS = [
     "chat",
@@ -683,8 +699,13 @@ def _json_docs(paths: list[Path]) -> list[Any]:
 @functools.cache
 def langsmith_seeds() -> list[Any]:
     paths = sorted((FIXTURES / "langsmith").glob("sdk.*.json*"))
-    paths += sorted(EXTERNAL.glob("langsmith-*/*.runs.json"))
+    paths += sorted(EXTERNAL.glob("langsmith-*/*.json"))  # merged runs and batch bodies
     return _json_docs(paths)
+
+
+@functools.cache
+def phoenix_seeds() -> list[Any]:
+    return _json_docs(sorted(EXTERNAL.glob("phoenix-*/*.json")))
 
 
 @functools.cache
@@ -906,9 +927,12 @@ def langsmith_runs(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
 @st.composite
 def langsmith_documents(draw: st.DrawFn) -> Any:
     runs = draw(st.lists(langsmith_runs(), min_size=1, max_size=3))
-    shape = draw(st.sampled_from(["run", "list", "rest", "v2", "cli", "trace get"]))
+    shape = draw(st.sampled_from(["run", "list", "rest", "v2", "cli", "trace get", "batch"]))
     if shape == "run":
         return runs[0]
+    if shape == "batch":  # a batch-ingest body: posts, then patches for some of them
+        patches = [{"id": run.get("id"), "outputs": run.get("outputs")} for run in runs[1:]]
+        return {"post": runs, "patch": patches}
     if shape == "list":
         return runs
     if shape == "rest":
@@ -1130,6 +1154,13 @@ def _mutated_seed_test(seeds: Callable[[], list[Any]], formats: list[str], data:
 @given(st.data())
 def test_mutated_langsmith_files(data: st.DataObject):
     _mutated_seed_test(langsmith_seeds, ["langsmith-runs", "langsmith-cli"], data)
+
+
+@fuzz(40)
+@given(st.data())
+def test_mutated_phoenix_span_exports(data: st.DataObject):
+    need(EXTERNAL, "Phoenix span exports")
+    _mutated_seed_test(phoenix_seeds, ["phoenix-spans"], data)
 
 
 @fuzz(60)

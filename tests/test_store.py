@@ -176,3 +176,20 @@ def test_a_build_interrupted_before_its_state_was_saved_is_redone_cleanly(tmp_pa
     assert store.steps(NEW_CONTENT).height == 7
     statuses = Store(tmp_path / "s").records()["status"].to_list()
     assert statuses.count("duplicate") == 0
+
+
+def test_headline_reasons_end_at_a_phrase_never_mid_word(store: Store, tmp_path: Path):
+    # A reason's kind stops at the first ':' or ';' outside brackets and quotes, and a long
+    # one is cut at a word: "(keys: a, b)" stays whole.
+    dump = tmp_path / "jaeger.json"
+    dump.write_text(json.dumps({"data": 1, "errors": None}))
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps([1, 2]))
+    report = import_files([dump, listed], store=store)
+    headline = report.headline()
+    assert "1× JSON object has no resourceSpans or resourceLogs (keys: data, errors)" in headline
+    assert "1× JSON is a list, not an OTLP export object" in headline
+    from otelcar.store.report import REASON_KIND_CHARS, _reason_kind
+
+    long = _reason_kind("word " * 60)
+    assert len(long) <= REASON_KIND_CHARS + 2 and long.endswith("word …")

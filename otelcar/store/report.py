@@ -121,6 +121,30 @@ def vars_of(problem: RecordProblem) -> dict[str, str]:
     return {"source": problem.source, "position": problem.position, "reason": problem.reason}
 
 
+#: The longest reason kind shown in a headline; a longer one is cut at a word.
+REASON_KIND_CHARS = 100
+_OPEN, _CLOSE = "([{", ")]}"
+
+
 def _reason_kind(reason: str) -> str:
-    """The kind of a reason, without the position-specific detail after the first colon."""
-    return reason.split(":", 1)[0]
+    """The kind of a reason: its text up to the first ``:`` or ``;`` outside brackets and
+    quotes (what follows is position-specific detail), whole words only; cut at a word
+    boundary, with an ellipsis, past :data:`REASON_KIND_CHARS`."""
+    depth, quote, end = 0, "", len(reason)
+    for index, char in enumerate(reason):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"" and (index == 0 or not reason[index - 1].isalnum()):
+            quote = char
+        elif char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth = max(0, depth - 1)
+        elif char in ":;" and depth == 0:
+            end = index
+            break
+    kind = reason[:end].rstrip()
+    if len(kind) > REASON_KIND_CHARS:
+        cut = kind.rfind(" ", 0, REASON_KIND_CHARS)
+        kind = kind[: cut if cut > 0 else REASON_KIND_CHARS].rstrip(" ,(") + " …"
+    return kind or reason[:REASON_KIND_CHARS]

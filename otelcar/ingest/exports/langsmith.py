@@ -23,7 +23,9 @@ Formats registered (the JSON ones share one decoder; detection looks at the firs
   ``run.model_dump(mode="json")``, ``json.dumps(run.dict(), default=str)``), one run per
   line or a JSON array; ``read_run(load_child_runs=True)`` nested trees (``child_runs``);
   REST ``{"runs": [...], "cursors": ...}`` and v2 ``{"items": [...], "next_cursor": ...}``
-  pages;
+  pages; batch-ingest bodies ``{"post": [...], "patch": [...]}`` (what the SDKs send to
+  ``/runs/batch``, as a proxy or a test capture records them), each run merged with its
+  patches as the server stores it;
 - ``langsmith-cli``: ``langsmith trace export`` / ``run export`` JSONL (``run_id``,
   flattened fields) and ``trace get`` ``{"trace_id", "run_count", "runs"}``;
 - ``langsmith-parquet``: bulk data export Parquet (magic ``PAR1``), one file = one record.
@@ -63,6 +65,8 @@ JSON_FIELDS = frozenset(
 )
 #: Envelope keys that hold a list of runs (REST v1, API v2, CLI ``trace get``).
 ENVELOPE_KEYS = ("runs", "items")
+#: The keys of a batch-ingest body (``POST /runs/batch``).
+BATCH_KEYS = ("post", "patch")
 
 _DOTTED = re.compile(r"^(\d{8})T(\d{6})(\d{0,9})Z(.+)$")
 
@@ -83,8 +87,46 @@ def _is_run(value: Any) -> bool:
     return has_id and bool(value.get("trace_id") or value.get("dotted_order"))
 
 
+def _is_batch(value: Any) -> bool:
+    """A batch-ingest body (``POST /runs/batch``, what the SDKs send):
+    ``{"post": [runs…], "patch": [updates…]}`` with at least one run."""
+    if not isinstance(value, dict) or not value or not set(value) <= set(BATCH_KEYS):
+        return False
+    if not all(isinstance(value[key], list) for key in value):
+        return False
+    return any(_is_run(run) for key in BATCH_KEYS for run in value.get(key) or ())
+
+
+def _merge_batch(value: dict[str, Any]) -> list[Any]:
+    """The runs of a batch body as LangSmith stores them: each posted run updated by the
+    patches for it (the same ``id``, else the same ``dotted_order`` — the JS SDK's patches
+    may have no id), later patches last; a patch whose run was not posted stays on its own."""
+    runs: list[Any] = [
+        dict(run) if isinstance(run, dict) else run for run in value.get("post") or ()
+    ]
+    by_id = {str(r["id"]): r for r in runs if isinstance(r, dict) and r.get("id")}
+    by_order = {
+        str(r["dotted_order"]): r for r in runs if isinstance(r, dict) and r.get("dotted_order")
+    }
+    for patch in value.get("patch") or ():
+        if not isinstance(patch, dict):
+            runs.append(patch)
+            continue
+        target = by_id.get(str(patch.get("id"))) if patch.get("id") else None
+        if target is None and patch.get("dotted_order"):
+            target = by_order.get(str(patch["dotted_order"]))
+        if target is None:
+            runs.append(dict(patch))
+            continue
+        target.update({key: v for key, v in patch.items() if v is not None})
+    return runs
+
+
 def _first_run(value: Any) -> dict[str, Any] | None:
-    """The first run of a JSON value (a run, a list, or a ``runs``/``items`` envelope)."""
+    """The first run of a JSON value (a run, a list, a ``runs``/``items`` envelope, or a
+    batch-ingest body)."""
+    if _is_batch(value):
+        value = [run for key in BATCH_KEYS for run in value.get(key) or ()]
     for _ in range(4):
         if _is_run(value):
             return value
@@ -187,7 +229,10 @@ def _runs_of(value: Any) -> Iterator[tuple[Any, str, str | None]]:
     """``(run, shape, parent id from nesting)`` for every run in a decoded JSON value,
     nested ``child_runs`` flattened (iteratively; trees can be deep). An item of a list of
     runs that is not a run comes with the shape :data:`_NOT_A_RUN` (it is reported)."""
-    shape = _shape(value)
+    if _is_batch(value):
+        value, shape = _merge_batch(value), "batch"
+    else:
+        shape = _shape(value)
     stack: list[tuple[Any, str | None, bool]] = [(value, None, False)]
     while stack:
         item, parent, listed = stack.pop()
