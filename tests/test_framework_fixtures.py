@@ -23,10 +23,7 @@ from otelcar import Store, import_files
 FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
 
-KNOWN_GAPS = {
-    "llamaindex": "LlamaIndex's _prepare_chat_with_tools span reads as a third LLM call",
-    "openai_agents_otel": "the producer writes call 1's tool call as a Python repr text part",
-}
+KNOWN_GAPS = {}
 
 
 def _mapped(name: str, tmp_path: Path) -> list[dict[str, Any]]:

@@ -101,3 +101,27 @@ def test_litellm_raw_span_python_reprs():
 def test_openinference_and_openllmetry_llm_keys_are_not_litellm_providers():
     oi = map_span(span("o", "llm", {"llm.input_messages.0.message.role": "user", "llm.usage.x": 1}))
     assert oi.source != "litellm-raw"
+
+
+def test_tool_call_reprs_in_text_parts_are_read_never_evaluated():
+    from otelcar.conventions.python_reprs import tool_call_from_repr
+
+    responses = tool_call_from_repr(
+        "ResponseFunctionToolCall(arguments='{\"city\": \"Paris\"}', call_id='call_1', "
+        "name='get_weather', type='function_call', id='fc_1', status='completed')"
+    )
+    assert responses.name == "get_weather" and responses.id == "call_1"
+    assert responses.arguments == {"city": "Paris"}
+    chat = tool_call_from_repr(
+        "ChatCompletionMessageToolCall(id='call_2', function=Function(arguments='{}', "
+        "name='refund'), type='function')"
+    )
+    assert chat.name == "refund" and chat.id == "call_2"
+    for text in (
+        "It is sunny.",
+        "ToolCall(name=__import__('os').system('echo no'))",  # not a literal: not read
+        "FunctionCall('positional')",
+        "ResponseFunctionToolCall(arguments='{}'",  # cut
+        "ToolCall(arguments='{}')",  # no name
+    ):
+        assert tool_call_from_repr(text) is None, text

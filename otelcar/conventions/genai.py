@@ -30,6 +30,7 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
+from otelcar.conventions.python_reprs import repr_class, tool_call_from_repr
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import literal_value, loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -467,8 +468,16 @@ def messages_from_parts(items: Any, issues: list[str], where: str) -> list[Messa
         for part in parts or ():
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
-                if part.get("content") is not None:
-                    texts.append(text_of(part.get("content")) or "")
+                content = part.get("content")
+                from_repr = tool_call_from_repr(content)
+                if from_repr is not None:  # str() of an SDK object (OpenAI Agents)
+                    calls.append(from_repr)
+                    issues.append(
+                        f"{where} message {index}: a tool call recorded as the text "
+                        f"{repr_class(content)}(…) (a Python repr); read as the tool call"
+                    )
+                elif content is not None:
+                    texts.append(text_of(content) or "")
             elif kind == "tool_call":
                 calls.append(
                     ToolCall(

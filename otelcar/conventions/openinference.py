@@ -60,13 +60,20 @@ class OpenInferenceMapper:
         consumed: set[str] = set()
         attrs = Attrs(span.attributes, consumed)
         oi_kind = str(attrs.get("openinference.span.kind")).upper()
+        preparation = oi_kind == "LLM" and _prepares_a_request(span)
         mapped = MappedSpan(
-            kind=_KINDS.get(oi_kind, "other"),
+            kind="other" if preparation else _KINDS.get(oi_kind, "other"),
             name=span.name,
             source=NAME,
             operation=oi_kind,
             consumed=consumed,
         )
+        if preparation:
+            mapped.issues.append(
+                "an LLM-kind span whose output.value is a request to send (messages, no "
+                "reply) and that counted no tokens: request preparation, not a model call; "
+                "kept as an 'other' step"
+            )
         mapped.conversation_id = attrs.text("session.id")
         mapped.agent_name = attrs.text("agent.name")
         if mapped.kind == "llm":
@@ -79,6 +86,26 @@ class OpenInferenceMapper:
             mapped.episode_boundary = True
         mapped.content_truncated = mapped.content_truncated or bool(attrs.truncated)
         return mapped
+
+
+def _prepares_a_request(span: SpanFrame) -> bool:
+    """An LLM-kind span that builds a request rather than making the call (LlamaIndex's
+    ``_prepare_chat_with_tools``): no message or token attributes, and an ``output.value``
+    that is a request (``messages``) with no reply in it (no ``choices``, text or role)."""
+    if any(
+        key.startswith(("llm.input_messages.", "llm.output_messages.", "llm.token_count."))
+        for key in span.attributes
+    ):
+        return False
+    raw = span.attributes.get("output.value")
+    if not isinstance(raw, str) or not raw.lstrip().startswith("{"):
+        return False
+    try:
+        value = loads_value(raw)
+    except ValueError:
+        return False
+    reply_keys = {"choices", "text", "content", "role", "output", "message"}
+    return isinstance(value, dict) and "messages" in value and not reply_keys & value.keys()
 
 
 def _unflatten(attributes: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
