@@ -58,6 +58,10 @@ PRIORITY_WITH_MESSAGES = 20
 PRIORITY_BARE_OPERATION = 60
 
 
+#: Keys a tool definition keeps its JSON schema under, by producer.
+SCHEMA_KEYS = ("parameters_json_schema", "inputSchema", "input_schema", "parameters")
+
+
 def normalize_finish_reason(reason: Any) -> str | None:
     """Finish reasons in the schema's vocabulary (OpenAI's ``tool_calls`` → ``tool_call``)."""
     if reason is None:
@@ -537,26 +541,38 @@ def messages_from_any(value: Any, issues: list[str], where: str) -> list[Message
     return None
 
 
-def tool_definitions(items: Any, issues: list[str]) -> list[dict[str, Any]] | None:
-    """``gen_ai.tool.definitions`` (flat or OpenAI-nested) as dicts with the keys
-    ``type``, ``name``, ``description``, ``parameters`` (JSON text)."""
+def tool_definitions(
+    items: Any, issues: list[str], where: str = "gen_ai.tool.definitions"
+) -> list[dict[str, Any]] | None:
+    """Tool definitions in any shape producers record them — flat or OpenAI-nested
+    (``{"function": {…}}``), each possibly a JSON text (the Vercel AI SDK), the schema under
+    ``parameters``, ``inputSchema`` / ``input_schema`` (Vercel v5+, Anthropic) or
+    ``parameters_json_schema`` (Gemini) — as dicts with the keys ``type``, ``name``,
+    ``description``, ``parameters`` (JSON text). ``where`` names the source in issues."""
     if not isinstance(items, list):
-        issues.append("gen_ai.tool.definitions is not a list; ignored")
+        issues.append(f"{where} is not a list; ignored")
         return None
     out = []
     for item in items:
+        if isinstance(item, str):
+            try:
+                item = loads_value(item)
+            except ValueError:
+                issues.append(f"a {where} entry is not JSON; ignored")
+                continue
         if not isinstance(item, dict):
             continue
         body = item.get("function") if isinstance(item.get("function"), dict) else item
-        parameters = body.get("parameters")
+        schema = next(
+            (body[key] for key in SCHEMA_KEYS if key in body and body[key] is not None),
+            None,
+        )
         out.append(
             {
                 "type": item.get("type") or "function",
-                "name": body.get("name"),
-                "description": body.get("description"),
-                "parameters": None
-                if parameters is None
-                else json.dumps(parameters, ensure_ascii=False),
+                "name": text_of(body.get("name")),
+                "description": text_of(body.get("description")),
+                "parameters": None if schema is None else json.dumps(schema, ensure_ascii=False),
             }
         )
     return out

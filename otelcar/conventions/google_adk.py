@@ -16,13 +16,12 @@ Tool spans (``execute_tool``) carry ``gcp.vertex.agent.tool_call_args`` and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
-from otelcar.conventions.genai import normalize_finish_reason
+from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, parse_arguments, text_of
 
@@ -108,22 +107,14 @@ def _read_request(request: dict[str, Any], mapped: MappedSpan) -> None:
     messages += _contents(request.get("contents") or [], mapped, REQUEST)
     mapped.input_messages = messages
     mapped.request_model = mapped.request_model or text_of(request.get("model"))
-    tools = []
-    for tool in config.get("tools") or ():
-        for declaration in (tool or {}).get("function_declarations") or ():
-            if not isinstance(declaration, dict):
-                continue
-            schema = declaration.get("parameters_json_schema", declaration.get("parameters"))
-            tools.append(
-                {
-                    "type": "function",
-                    "name": text_of(declaration.get("name")),
-                    "description": text_of(declaration.get("description")),
-                    "parameters": None if schema is None else json.dumps(schema),
-                }
-            )
-    if tools:
-        mapped.tools_available = tools
+    declarations = [
+        declaration
+        for tool in config.get("tools") or ()
+        if isinstance(tool, dict)
+        for declaration in tool.get("function_declarations") or ()
+    ]
+    if declarations:
+        mapped.tools_available = tool_definitions(declarations, mapped.issues, "config.tools")
     for key, name in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
         if isinstance(config.get(name), int | float):
             mapped.params[key] = float(config[name])

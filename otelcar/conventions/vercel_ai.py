@@ -20,14 +20,13 @@ Every span carries ``ai.operationId``:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
+from otelcar.conventions.genai import tool_definitions
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "vercel-ai"
@@ -129,7 +128,8 @@ def _map_model_call(attrs: Attrs, mapped: MappedSpan) -> None:
         mapped.input_messages = _messages(prompt, mapped.issues)
     tools = attrs.get("ai.prompt.tools")
     if tools is not None:
-        mapped.tools_available = _tools(tools, mapped.issues)
+        items = tools if isinstance(tools, list) else [tools]
+        mapped.tools_available = tool_definitions(items, mapped.issues, "ai.prompt.tools")
     attrs.get("ai.prompt.toolChoice")
     text = attrs.text("ai.response.text")
     obj = attrs.get("ai.response.object")
@@ -170,30 +170,6 @@ def _response_calls(value: Any) -> tuple[ToolCall, ...]:
         for item in value
         if isinstance(item, dict)
     )
-
-
-def _tools(value: Any, issues: list[str]) -> list[dict[str, Any]] | None:
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for item in items:
-        if isinstance(item, str):
-            try:
-                item = loads_value(item)
-            except ValueError:
-                issues.append("an ai.prompt.tools entry is not JSON; ignored")
-                continue
-        if not isinstance(item, dict):
-            continue
-        schema = item.get("inputSchema", item.get("parameters"))
-        out.append(
-            {
-                "type": item.get("type") or "function",
-                "name": text_of(item.get("name")),
-                "description": text_of(item.get("description")),
-                "parameters": None if schema is None else json.dumps(schema, ensure_ascii=False),
-            }
-        )
-    return out
 
 
 def _map_tool(attrs: Attrs, mapped: MappedSpan) -> None:
