@@ -19,6 +19,7 @@ from otelcar.attribution.stats import (
     newcombe_paired,
     newcombe_unpaired,
     rejection_chance,
+    repeat_bound,
     spending_schedule,
     wilson,
 )
@@ -77,6 +78,20 @@ def test_planted_culprit_is_found(scenario):
     others = [e for e in result.steps if e is not result.culprit]
     assert not any(e.significant for e in others)
     assert result.cost["llm_calls"] > 0 and result.looks[0] == 8
+
+
+def test_a_step_whose_first_redecisions_all_repeat_stays_in_play():
+    """The harmful action is re-chosen with p = 0.7, so all 8 first-look re-decisions repeat
+    it in 0.7^8 ≈ 6 % of runs. That is absence of evidence: the step's interval is ±u, it gets
+    more rollouts, and the culprit is found (before: Δ = 0 "by construction", a futility stop
+    and a false "locked-in" at seeds 5, 11, 20 and 33)."""
+    scenario = synthetic.single_culprit(5, 2, p_bad=0.7)
+    for seed in (5, 11, 20, 33):
+        result = _attribute(scenario, seed=seed)
+        assert result.verdict == "culprit" and result.culprit.index == 2, result.headline()
+    bound = repeat_bound(8, 0.95)
+    assert bound == pytest.approx(1 - 0.025 ** (1 / 8)) and 0.36 < bound < 0.37
+    assert repeat_bound(0) == 1.0
 
 
 def test_null_case_blames_no_step_and_says_locked_in():
@@ -324,10 +339,11 @@ def test_futility_stops_a_null_early_and_still_finds_culprits():
     assert rejection_chance(4, 4, 16, future) < 0.05
 
 
-def test_steps_that_repeat_their_recorded_action_have_zero_effect_and_cost_nothing_more():
+def test_steps_that_repeat_their_recorded_action_are_bounded_and_cost_little_more():
     """Every decision but the culprit is deterministic (p 1): the probe (first look) shows
-    that their re-decisions repeat the recorded action, so Δ = 0 without a test, and only the
-    culprit's two plans get more rollouts."""
+    their re-decisions repeating the recorded action. That bounds their effect (|Δ| ≤ u, the
+    exact bound on P(differs)) without showing it is 0; they get rollouts until u is below
+    the culprit's lower bound (then they are told apart from it)."""
     n, culprit = 7, 3
     choices = [[("ok", 1.0)] for _ in range(n)]
     choices[culprit] = [("BAD", 0.05), ("ok", 0.95)]
@@ -341,9 +357,10 @@ def test_steps_that_repeat_their_recorded_action_have_zero_effect_and_cost_nothi
             assert not e.repeats_recorded and e.n == 16
             continue
         assert e.repeats_recorded and e.delta == 0 and e.p_value == 1 and not e.significant
-        assert (e.delta_ci.low, e.delta_ci.high) == (0, 0)
-        if e.index not in (culprit - 1, culprit + 1):
-            assert e.n == 8  # the probe only
+        u = repeat_bound(e.redecisions, result.confidence)
+        assert e.differs_bound == pytest.approx(u) and 0 < u < result.culprit.delta_ci.low
+        assert (e.delta_ci.low, e.delta_ci.high) == (pytest.approx(-u), pytest.approx(u))
+        assert e.n <= 16  # no further look once the culprit is told apart from them
     row = next(r for r in result.to_dict()["steps"] if r["index"] == 0)
     assert row["repeats_recorded_action"] and row["delta"] == 0 and "test_alpha" in row
 

@@ -42,7 +42,9 @@ from otelcar.attribution.curve import (
     StepEffect,
     _apart,
     _with,
+    bound_closes,
     curve_plans,
+    detectable_effect,
     estimate,
     pick_culprit,
     point_of_no_return,
@@ -236,12 +238,22 @@ async def attribute_async(
             )
     assert baseline is not None and effects is not None
     culprit, ties = pick_culprit(effects, outcomes, look_confidence)
+    floor = detectable_effect(done_looks or [0], spend[-1] / max(1, run.horizon))
+    unexplored = [e.step for e in effects if e.repeats_recorded and not bound_closes(e, floor)]
     if culprit is not None:
         verdict = "culprit"
-    elif baseline.q_ci.low >= 0.5:
+    elif baseline.q_ci.low >= 0.5 and not unexplored:
+        # Positive evidence: re-deciding everything still fails, and every step had the
+        # rollouts to show an effect the design can detect.
         verdict = "locked-in"
     else:
         verdict = "undecided"
+    if culprit is None and unexplored:
+        notes.append(
+            f"steps {unexplored}: every re-decision repeated the recorded action, so their "
+            "effect is bounded (±u in the table), not known to be 0; more rollouts "
+            "(--max-rollouts) would tell"
+        )
     errors = [e for o in outcomes.values() for e in o.errors]
     if errors:
         notes.append(f"{len(errors)} rollouts failed and were left out of the estimates")
@@ -314,16 +326,19 @@ async def sequential(
     decided, no step is left open, the budget is spent or the last look is done.
 
     ``sample(upto, needed)`` brings the plans in ``needed`` to ``upto`` rollouts. After each
-    look the open steps are the ones that are not Δ = 0 by construction, not told apart from
-    the culprit (when there is one) and whose chance of becoming significant at a later look
+    look the open steps are the ones not told apart from the culprit (when there is one) and
+    whose chance of becoming significant at a later look
     (:func:`~otelcar.attribution.stats.rejection_chance`, thresholds ``spend[t] / m``) is at
-    least ``futility``; only their plans get more rollouts. No open step: stop, "separated"
-    with a culprit, "futility" without. Validity does not depend on any of these choices
+    least ``futility`` — or, for a step whose re-decisions all repeated its recorded action
+    (no pair could show anything yet), whose bound on |Δ| is not yet below the smallest
+    effect the last look can detect; only their plans get more rollouts. No open step: stop,
+    "separated" with a culprit, "futility" without. Validity does not depend on any of these choices
     (see :func:`~otelcar.attribution.curve.estimate`). Returns the last estimates, the looks
     done and why it stopped.
     """
     confidence = 1 - max(spend)
     hypotheses = len(run.decisions)
+    detectable = detectable_effect(looks, spend[-1] / max(1, hypotheses))
     needed = set(outcomes)
     done: list[int] = []
     baseline = effects = None
@@ -341,9 +356,15 @@ async def sequential(
         futile = set()
         contenders = []
         for e in effects:
-            if e is culprit or e.repeats_recorded:
+            if e is culprit:
                 continue
             if culprit is not None and _apart(culprit, e, outcomes, confidence):
+                continue
+            if e.repeats_recorded:
+                # No pair could tell yet: in play until its bound on |Δ| is below what the
+                # design can detect (absence of evidence is not a zero effect).
+                if not bound_closes(e, detectable):
+                    contenders.append(e)
                 continue
             if not last and rejection_chance(e.only_now, e.only_before, e.pairs, future) < futility:
                 futile.add(e.index)

@@ -10,12 +10,17 @@ Rollout r of every plan uses the same seeds, so ``P_{k−1}`` and ``P_k`` are co
 pair (a paired design: McNemar's exact test, Newcombe's paired interval). When decision k's
 resample repeats its recorded action, the two plans' rollouts are identical from there on (the
 request cache serves the same request with the same seed), so such a step costs one policy
-call per rollout; a step whose re-decision repeated its recorded action in every rollout has
-Δ = 0 by construction and is not tested.
+call per rollout. A step whose re-decisions have so far repeated its recorded action in every
+rollout has no discordant pair *yet*: that is absence of evidence, not Δ = 0. Its effect is
+bounded by how often a re-decision can differ: after m repeats, P(differs) ≤ u (the exact
+Clopper-Pearson bound, :func:`~otelcar.attribution.stats.repeat_bound`) and |Δ| ≤ u, so its
+interval is [−u, +u]; it stays in play (gets more rollouts) until u is too small for it to
+matter (:func:`bound_closes`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +31,7 @@ from otelcar.attribution.stats import (
     holm,
     mcnemar_exact_greater,
     newcombe_paired,
+    repeat_bound,
     stage_of,
     wilson,
 )
@@ -77,9 +83,11 @@ class StepEffect:
     p_value: float
     p_adjusted: float = 1.0
     significant: bool = False
-    repeats_recorded: bool = False
+    repeats_recorded: bool = False  # every re-decision so far repeated the recorded action
     test_alpha: float = 0.0  # the alpha spent at the look whose pairs the test used
     futile: bool = False  # sampling stopped: too little chance left to become significant
+    redecisions: int = 0  # re-decisions of this step seen (the first re-decided of P_{k-1})
+    differs_bound: float | None = None  # with repeats_recorded: u, the bound on P(differs)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +112,8 @@ class StepEffect:
             "repeats_recorded_action": self.repeats_recorded,
             "test_alpha": self.test_alpha,
             "futile": self.futile,
+            "redecisions": self.redecisions,
+            "differs_bound": self.differs_bound,
         }
 
 
@@ -147,8 +157,9 @@ def estimate(
     allocations and stops the run made (Holm's argument, then the union bound over looks).
 
     A step whose re-decision repeated its recorded action in every pair
-    (``repeats_recorded``) has Δ = 0 by construction (both plans run the same actions; the
-    pairs can differ only by a stochastic outcome): Δ, its interval are 0 and its p-value 1.
+    (``repeats_recorded``) has had no chance yet to show an effect (both plans ran the same
+    actions): Δ = 0 observed, p-value 1, and the interval [−u, +u] with u the exact bound on
+    how often its re-decision differs (see the module docstring).
     Intervals are at ``confidence``.
     """
     base = outcomes[-1].judged
@@ -181,6 +192,7 @@ def estimate(
         pairs = both + only_now + only_before + neither
         repeated = [v for r, v in before.repeated_first.items() if r < upto]
         repeats = bool(repeated) and all(repeated)
+        bound = repeat_bound(len(repeated), confidence) if repeats else None
         p_value = 1.0 if repeats else mcnemar_exact_greater(only_now, only_before)
         effects.append(
             StepEffect(
@@ -196,12 +208,14 @@ def estimate(
                 only_now=only_now,
                 only_before=only_before,
                 delta=0.0 if repeats or not pairs else (only_now - only_before) / pairs,
-                delta_ci=Interval(0.0, 0.0)
-                if repeats
+                delta_ci=Interval(-bound, bound)
+                if bound is not None
                 else newcombe_paired(both, only_now, only_before, neither, confidence),
                 p_value=p_value,
                 repeats_recorded=repeats,
                 test_alpha=level,
+                redecisions=len(repeated),
+                differs_bound=bound,
             )
         )
         scaled.append(min(1.0, p_value * alpha / level) if level > 0 else 1.0)
@@ -228,7 +242,8 @@ def contrast(
     common random numbers make this far tighter than comparing two intervals. When one step
     has fewer rollouts (its plans were sampled less), each Δ gets its own interval from its
     own pairs and the half-widths add (valid whatever the correlation of the two estimates).
-    A step that repeats its recorded action has Δ = 0 and contributes nothing.
+    A step whose re-decisions all repeated its recorded action contributes Δ = 0 observed
+    (its bound is compared in :func:`_apart`).
     """
     top_values = _pair_values(outcomes, top.index)
     if other.repeats_recorded:
@@ -282,8 +297,8 @@ def _apart(
     outcomes: dict[int, PlanOutcomes] | None,
     confidence: float,
 ) -> bool:
-    if other.repeats_recorded:
-        return True  # Δ = 0 by construction, below the (significant) culprit's
+    if other.repeats_recorded:  # no pair told them apart yet: compare the bound
+        return other.delta_ci.high < culprit.delta_ci.low
     if outcomes is None:
         return other.delta_ci.high < culprit.delta_ci.low
     return contrast(outcomes, culprit, other, confidence).low > 0
@@ -298,6 +313,22 @@ def separated(
     """Whether the culprit's Δ is above every other step's (paired contrasts with
     ``outcomes``; else its Δ interval lies above every other step's)."""
     return all(_apart(culprit, e, outcomes, confidence) for e in effects if e is not culprit)
+
+
+def detectable_effect(looks: Sequence[int], threshold: float) -> float:
+    """The smallest Δ an exact McNemar test at ``threshold`` can detect with ``looks[-1]``
+    pairs: every discordant pair favourable needs ``b`` pairs with ``0.5^b ≤ threshold``."""
+    if not looks or threshold <= 0:
+        return 0.0
+    needed = max(1, math.ceil(math.log2(1 / threshold)))
+    return min(1.0, needed / looks[-1])
+
+
+def bound_closes(effect: StepEffect, floor: float) -> bool:
+    """Whether a step whose re-decisions all repeated its recorded action is out of play:
+    its bound u on P(differs) — and so on |Δ| — is below ``floor`` (the culprit's lower
+    bound, or the smallest effect the design can detect)."""
+    return effect.differs_bound is not None and effect.differs_bound < floor
 
 
 def point_of_no_return(effects: list[StepEffect], factual_failed: bool) -> int | None:

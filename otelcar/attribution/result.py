@@ -102,16 +102,31 @@ class AttributionResult:
                 if self.harmful_step is not None
                 else ""
             )
+            most = max((e.delta_ci.high for e in self.steps), default=0.0)
             return (
-                f"Locked in: the {self.question} happens from the start "
+                f"Locked in: re-deciding every step still ends in {self.question} "
                 f"(q_start={self.baseline.q:.2f} [{self.baseline.q_ci.low:.2f}, "
-                f"{self.baseline.q_ci.high:.2f}]) and no single step changes it.{target} "
-                f"Cost: {calls}."
+                f"{self.baseline.q_ci.high:.2f}]), and no step's effect was significant at "
+                f"{self.confidence:.1%} with {self.rollouts_text()} (the largest upper bound "
+                f"is Δ ≤ {most:+.2f}).{target} Cost: {calls}."
             )
-        return (
-            f"Undecided: no step's effect is significant at {self.confidence:.1%} with "
-            f"the rollouts spent. Cost: {calls}."
+        bounded = [e for e in self.steps if e.repeats_recorded]
+        tail = (
+            f"; the re-decisions of steps {[e.step for e in bounded]} always repeated the "
+            "recorded action, so their effects are only bounded (up to "
+            f"±{max(e.delta_ci.high for e in bounded):.2f})"
+            if bounded
+            else ""
         )
+        return (
+            f"Undecided: no step's effect was significant at {self.confidence:.1%} with "
+            f"{self.rollouts_text()}{tail}. Cost: {calls}."
+        )
+
+    def rollouts_text(self) -> str:
+        """``"up to N rollouts per plan"`` (the last look), for the headlines."""
+        most = self.looks[-1] if self.looks else max((e.n for e in self.steps), default=0)
+        return f"up to {most} rollouts per plan"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +198,8 @@ def attribution_schema_document() -> dict[str, Any]:
             "repeats_recorded_action": {"type": "boolean"},
             "test_alpha": {"type": "number"},
             "futile": {"type": "boolean"},
+            "redecisions": {"type": "integer"},
+            "differs_bound": {"type": ["number", "null"]},
         },
     }
     return {

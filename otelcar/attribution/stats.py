@@ -165,6 +165,16 @@ def stage_of(pairs_upto: int, looks: Sequence[int]) -> int | None:
     return stage
 
 
+def repeat_bound(repeats: int, confidence: float = 0.95) -> float:
+    """The exact upper bound (Clopper-Pearson, two-sided ``confidence``) on the probability
+    of an event never seen in ``repeats`` independent tries: ``1 − ((1 − c) / 2)^(1/m)``;
+    1 when nothing was tried. After 8 re-decisions that all repeated the recorded action,
+    P(differs) ≤ 0.37 at 95 %."""
+    if repeats <= 0:
+        return 1.0
+    return 1.0 - ((1.0 - confidence) / 2) ** (1.0 / repeats)
+
+
 def rejection_chance(
     only_now: int, only_before: int, pairs: int, future: Sequence[tuple[int, float]]
 ) -> float:

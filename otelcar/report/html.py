@@ -70,14 +70,14 @@ def _verdict(r: ReportView) -> Safe:
             ),
         ]
     elif verdict == "locked-in":
-        title = f"Locked in: the {question} happens from the start"
+        title = f"Locked in: re-deciding every step still ends in {question}"
         b = a.get("baseline") or {}
         ci = b.get("q_ci") or [None, None]
         harmful = a.get("harmful_step")
         pairs += [
             (
                 "Which step",
-                "no single step changes it"
+                "no step's effect was significant"
                 + (f"; the harmful call was made at step {harmful}" if harmful is not None else ""),
             ),
             ("How sure", f"q at the start = {number(b.get('q'))} {interval(ci[0], ci[1])}"),
