@@ -8,9 +8,11 @@ A context is split hierarchically:
 - **below a message or JSON item**: if the text is a JSON object or array, its items
   (single-key wrappers such as ``{"results": [...]}`` and one-element lists are collapsed;
   string values longer than 40 characters are split further as text); otherwise paragraphs
-  (blank-line separated), else lines, else sentences (split after ``.!?`` before a capital,
-  digit, quote or bracket; common abbreviations are not boundaries). Pieces under 2
-  characters are ignored.
+  (blank-line separated), else lines (list items), else sentences (split after ``.!?``
+  before a capital, digit, quote, bracket or tag; abbreviations, initials and lone list
+  enumerators are not boundaries). HTML comments, fenced code blocks and HTML/XML elements
+  are atomic at every level: never split inside, never fused with the prose around them
+  (:func:`atomic_spans`). Pieces under 2 characters are ignored.
 
 A set of pieces is removed through the replay plan's context edits
 (:mod:`otelcar.replay.plan`), never by a second implementation of context editing:
@@ -301,44 +303,93 @@ def _units(text: str, bounds: list[tuple[int, int]]) -> list[Unit]:
     return out
 
 
-def paragraphs(text: str) -> list[Unit]:
-    """Blank-line separated blocks."""
+#: Spans a reader keeps whole and apart from the prose around them: HTML comments (the
+#: classic injection form), fenced code blocks, and HTML/XML elements with their closing tag
+#: (inline formatting — ``<b>``, ``<em>``, ``<code>``, ``<a>`` … — stays part of its sentence).
+_ATOMIC = re.compile(
+    r"<!--.*?-->"
+    r"|```.*?```"
+    r"|~~~.*?~~~"
+    r"|<(?P<tag>(?!(?:a|b|i|u|s|em|strong|code|span|sub|sup|small|mark|kbd|q|abbr)\b)"
+    r"[A-Za-z][\w:.-]*)(?:\s[^<>]*)?>.*?</(?P=tag)\s*>",
+    re.DOTALL,
+)
+#: A list enumerator standing alone before a sentence ("1.", "b)", "iv."): part of it.
+_ENUMERATOR = re.compile(r"^\s*(?:\d{1,3}|[a-z]|[ivxlc]{1,5})[.)]?\s*$", re.IGNORECASE)
+
+
+def atomic_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds HTML comments, fenced code blocks and HTML/XML elements: units
+    that are never split inside and never fused with their neighbours."""
+    return [match.span() for match in _ATOMIC.finditer(text)]
+
+
+def _outside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    return not any(s < end and start < e for s, e in spans)
+
+
+def _split_at(text: str, pattern: str) -> list[Unit]:
+    """Units between the matches of ``pattern`` that lie outside every atomic span."""
+    atomic = atomic_spans(text)
     bounds, start = [], 0
-    for match in re.finditer(r"\n[ \t]*\n\s*", text):
-        bounds.append((start, match.start()))
-        start = match.end()
+    for match in re.finditer(pattern, text):
+        if _outside(atomic, match.start(), match.end()):
+            bounds.append((start, match.start()))
+            start = match.end()
     bounds.append((start, len(text)))
     return _units(text, bounds)
+
+
+def paragraphs(text: str) -> list[Unit]:
+    """Blank-line separated blocks (a code block or comment with blank lines stays whole)."""
+    return _split_at(text, r"\n[ \t]*\n\s*")
 
 
 def lines(text: str) -> list[Unit]:
-    bounds, start = [], 0
-    for match in re.finditer(r"\n", text):
-        bounds.append((start, match.start()))
-        start = match.end()
-    bounds.append((start, len(text)))
-    return _units(text, bounds)
+    """Lines (list items among them); a code block, comment or element stays whole."""
+    return _split_at(text, r"\n")
 
 
-_SENTENCE_END = re.compile(r"([.!?]+[\"'”’)\]]*)(\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(
+    r"([.!?]+[\"'”’)\]]*)(\s+)(?=[\"'“‘(\[<`]?[A-Z0-9<`]|[a-z][.)]\s)"
+)
 
 
 def sentences(text: str) -> list[Unit]:
-    """Sentences: a boundary after ``.!?`` (and closing quotes/brackets) and whitespace,
-    before a capital, digit, quote or bracket; not after a known abbreviation or an
-    initial."""
-    bounds, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        word = re.search(r"([A-Za-z.]+)$", text[start : match.start(1)])
-        token = (word.group(1) if word else "").lower().rstrip(".")
+    """Sentences, and the atomic spans (:func:`atomic_spans`) as units of their own.
+
+    In the prose between atomic spans, a boundary follows ``.!?`` (and closing quotes or
+    brackets) and whitespace, before a capital, digit, quote, bracket, tag, backtick or a
+    letter enumerator (``b)``); not
+    after a known abbreviation, an initial (one capital letter: "J. Doe"), or a list
+    enumerator standing alone ("1. Check the order." is one sentence).
+    """
+    bounds: list[tuple[int, int]] = []
+    position = 0
+    for start, end in [*atomic_spans(text), (len(text), len(text))]:
+        bounds += _prose_sentences(text, position, start)
+        if end > start:
+            bounds.append((start, end))
+        position = end
+    return _units(text, [b for b in bounds if b[1] > b[0]])
+
+
+def _prose_sentences(text: str, begin: int, finish: int) -> list[tuple[int, int]]:
+    bounds, start = [], begin
+    for match in _SENTENCE_END.finditer(text, begin, finish):
+        before = text[start : match.start(1)]
+        word = re.search(r"([A-Za-z.]+)$", before)
+        token = (word.group(1) if word else "").rstrip(".")
         if match.group(1).startswith(".") and (
-            token in ABBREVIATIONS or (len(token) == 1 and token.isalpha())
+            token.lower() in ABBREVIATIONS or (len(token) == 1 and token.isupper())
         ):
+            continue
+        if _ENUMERATOR.match(before):
             continue
         bounds.append((start, match.end(1)))
         start = match.end(2)
-    bounds.append((start, len(text)))
-    return _units(text, bounds)
+    bounds.append((start, finish))
+    return bounds
 
 
 # -- removal -----------------------------------------------------------------------------------
