@@ -378,3 +378,26 @@ def test_identical_requests_in_flight_are_made_once_and_a_failure_is_not_shared(
     first, second = asyncio.run(at_once(flaky, flaky))
     assert isinstance(first, PolicyError) and second[1] is False  # the waiter called itself
     assert made == [1, 2, 3, 3]
+
+
+def test_a_plan_aimed_at_what_the_run_does_not_have_is_an_error():
+    # Before: `rollout --resample <tool step>` ran the unchanged replay and reported it.
+    from otelcar.replay import PlanError
+    from otelcar.replay.harness import check_plan
+
+    run = load_run(TRACE, branching_trace())
+    decisions = [d.step for d in run.decisions]
+    tool = run.steps.filter(pl.col("kind") == "tool").row(0, named=True)
+    env = _env(search=lambda r: "B-result")
+    with pytest.raises(
+        PlanError,
+        match=rf"step {tool['step']} .* tool step called by decision step {tool['call_step']}",
+    ):
+        run_plan(run, Plan((Resample(tool["step"]),)), env, rollouts=2, seed=0)
+    with pytest.raises(PlanError, match="is not a step of"):
+        check_plan(run, Plan((Do(999, Message("assistant", "x")),)))
+    with pytest.raises(PlanError, match="no call 5 to observe"):
+        check_plan(run, Plan((Observe(decisions[0], "mocked", call=5),)))
+    with pytest.raises(PlanError, match="not a decision"):
+        check_plan(run, Plan((SwapModel("other", steps=(tool["step"],)),)))
+    check_plan(run, Plan((Resample(decisions[0]), Observe(decisions[0], "ok", call=0))))

@@ -30,7 +30,16 @@ from otelcar.policies.base import (
 )
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.cassette import Cassette
-from otelcar.replay.plan import Do, EditContext, Observe, Plan, Remove, Resample, SwapModel
+from otelcar.replay.plan import (
+    Do,
+    EditContext,
+    Observe,
+    Plan,
+    PlanError,
+    Remove,
+    Resample,
+    SwapModel,
+)
 from otelcar.replay.recorded import (
     ActionRef,
     Literal,
@@ -295,7 +304,9 @@ async def replay(
     base_seed: int = 0,
     slack: int = DEFAULT_SLACK,
 ) -> Rollout:
-    """Run one rollout of ``plan``; never raises for a policy failure (the rollout records it)."""
+    """Run one rollout of ``plan``; never raises for a policy failure (the rollout records it).
+    A plan that does not fit the run raises :class:`PlanError` first (:func:`check_plan`)."""
+    check_plan(run, plan)
     result = Rollout(index=rollout, seed=base_seed, plan=plan)
     state = _State()
     cassette = Cassette(run)
@@ -365,6 +376,51 @@ async def replay(
     except Exception as exc:
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
     return result
+
+
+def check_plan(run: RecordedRun, plan: Plan) -> None:
+    """Raise :class:`PlanError` when an intervention addresses what the run does not have: a
+    step that is not a decision (LLM) step — a tool step names the decision that called it —
+    or a tool call the recorded action did not make. Without this check such a plan ran as
+    the unchanged replay and its result read as the intervention's."""
+    decisions = {d.step: d for d in run.decisions}
+    where = f"trace {run.trace_id}"
+
+    def decision(step: int) -> RecordedDecision:
+        found = decisions.get(step)
+        if found is not None:
+            return found
+        row = run.steps.filter(run.steps["step"] == step) if "step" in run.steps.columns else None
+        if row is None or row.is_empty():
+            raise PlanError(
+                f"step {step} is not a step of {where} (decision steps: {sorted(decisions)})"
+            )
+        kind = row["kind"][0]
+        caller = row["call_step"][0] if "call_step" in row.columns else None
+        hint = (
+            f"; it is a tool step called by decision step {caller}: intervene there (e.g. "
+            f"observe a result of step {caller}'s call)"
+            if kind == "tool" and caller is not None
+            else ""
+        )
+        raise PlanError(
+            f"step {step} of {where} is a {kind} step, not a decision (LLM) step{hint}; "
+            f"decision steps: {sorted(decisions)}"
+        )
+
+    for item in plan.interventions:
+        if isinstance(item, SwapModel):
+            for step in item.steps or ():
+                decision(step)
+            continue
+        found = decision(item.step)
+        if isinstance(item, Observe):
+            calls = found.action.tool_calls if found.action else ()
+            if not 0 <= item.call < len(calls):
+                raise PlanError(
+                    f"step {item.step} made {len(calls)} tool call(s); there is no call "
+                    f"{item.call} to observe"
+                )
 
 
 def _ends_run(
