@@ -32,8 +32,9 @@ if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a com
 
 CONFIG_HELP = "otelcar.toml with the policies (and the outcome, for --step culprit/--forward)."
 SAME_HELP = (
-    "What counts as the same decision: tool, tool+args, regex:PATTERN (over "
-    "'name {json args}' of each call), judge or judge:POLICY_KEY."
+    "What counts as the same decision: outcome (the call the outcome counts: its tool and "
+    "arguments), tool, tool+args, regex:PATTERN (over 'name {json args}' of each call), "
+    "judge or judge:POLICY_KEY."
 )
 
 
@@ -56,7 +57,7 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Re-decisions per arm (base arm and confirmations).",
         ),
-        click.option("--same", default="tool", show_default=True, help=SAME_HELP),
+        click.option("--same", default="outcome", show_default=True, help=SAME_HELP),
         fail_if_option(
             "Outcome rule (tool_called:NAME, tool_not_called:NAME, final_answer:REGEX); "
             "overrides [outcome]."

@@ -540,3 +540,29 @@ def test_a_forced_action_cannot_become_a_regression_test(tmp_path: Path):
             config=None,
             fix=result.candidate("forced"),
         )
+
+
+def test_why_tells_a_harmful_call_from_a_good_one_of_the_same_tool():
+    """The harmful and the good decision both call issue_refund (450 vs a 45 partial refund).
+    Before, the default ``--same tool`` counted every re-decision as a repeat and no cause
+    could be found; the default now takes the predicate from the outcome."""
+    partial = ToolCall("issue_refund", {"order_id": "B-2290", "amount": 45.0}, "c3")
+
+    def decide(request) -> Message:
+        messages = request.messages
+        text = "\n".join(m.content or "" for m in messages)
+        if not any(m.role == "assistant" for m in messages):
+            return Message("assistant", None, (LOOKUP, SEARCH))
+        if messages[-1].role == "tool" and messages[-1].tool_call_id == "c3":
+            return Message("assistant", "Done.")
+        full = PLANT in text and random.Random(request.seed).random() < 0.9
+        return Message("assistant", None, (REFUND if full else partial,))
+
+    outcome = ToolCalled("issue_refund", args={"amount": 450.0})
+    found = why(run_of(), step=4, registry=registry(decide), outcome=outcome, seed=1)
+    assert found.verdict == "cause" and found.headline.text == PLANT, found.headline_text()
+    assert found.same == "calls issue_refund(amount=450.0)"
+    coarse = why(run_of(), step=4, registry=registry(decide), outcome=outcome, same="tool", seed=1)
+    assert coarse.verdict != "cause"
+    (note,) = [n for n in coarse.notes if "--same tool" in n]
+    assert "--same outcome or tool+args tells them apart" in note and '"amount": 45.0' in note

@@ -68,8 +68,10 @@ from scipy.stats import binom, fisher_exact
 from otelcar.attribution.decisions import (
     Arm,
     DecisionError,
+    SameTool,
     Sample,
     Sampler,
+    canonical,
     describe_action,
     label_of,
     same_decision,
@@ -86,6 +88,7 @@ from otelcar.attribution.pieces import (
 from otelcar.attribution.stats import mcnemar_exact_greater
 from otelcar.attribution.why_result import Cause, TestRecord, WhyResult
 from otelcar.errors import OtelcarError
+from otelcar.messages import Message
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, BudgetExhausted, Environment
@@ -645,7 +648,7 @@ async def why_async(
     *,
     step: int | str,
     registry: PolicyRegistry,
-    same: str = "tool",
+    same: str = "outcome",
     outcome: Outcome | None = None,
     samples: int = 10,
     seed: int = 0,
@@ -733,6 +736,9 @@ async def why_async(
     else:
         headline = None
     base = sampler.arm([])
+    coarse = _coarse_rule_note(rule, decision.action, base)
+    if coarse and verdict != "cause":
+        search.notes.append(coarse)
     after = env.accounting.to_dict()
     cost: dict[str, Any] = {k: after[k] - before[k] for k in after}
     cost.update(
@@ -767,6 +773,33 @@ async def why_async(
         base_alternative=describe_action(alt) if (alt := base.alternative()) else None,
         notes=search.notes,
         confidence=confidence,
+    )
+
+
+def _coarse_rule_note(rule: Any, recorded: Message, base: Any) -> str | None:
+    """A note when ``--same tool`` counted re-decisions with other arguments as the recorded
+    decision: a harmful and a good call of the same tool are then one decision, and no text
+    can be found to cause the difference."""
+    if not isinstance(rule, SameTool):
+        return None
+    target = next((c for c in recorded.tool_calls if c.name == rule.name), None)
+    if target is None:
+        return None
+    want = canonical(target.arguments)
+    others = {
+        canonical(c.arguments)
+        for sample in base.valid()
+        if sample.bad and sample.action is not None
+        for c in sample.action.tool_calls
+        if c.name == rule.name and canonical(c.arguments) != want
+    }
+    if not others:
+        return None
+    shown = "; ".join(sorted(others)[:2])
+    return (
+        f"with --same tool every call of {rule.name} counts as the recorded decision, and "
+        f"re-decisions called it with {len(others)} other argument set(s) (e.g. {shown}) than "
+        f"the recorded {want}: --same outcome or tool+args tells them apart"
     )
 
 

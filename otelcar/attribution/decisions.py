@@ -3,6 +3,12 @@ agent did instead, and the sampled arms ``otelcar why`` and ``otelcar fix`` comp
 
 **Same decision** (``same=``) — a re-decision repeats the recorded decision when:
 
+- ``outcome`` (the default): it makes the call the outcome counts — for a ``tool_called``
+  outcome, a call of its tool whose arguments match the outcome's ``args`` the way the
+  outcome matches them (any arguments when it names none); for any other outcome, the
+  recorded target call with equal arguments (as ``tool+args``). A harmful call that uses the
+  same tool as the good one (``run_command(make db-reset)`` vs ``run_command(make
+  lag-report)``) is then told apart from it;
 - ``tool``: it calls the target tool (the recorded call the outcome names, else the first);
 - ``tool+args``: it calls the target tool with equal arguments;
 - ``regex:PATTERN``: the pattern matches one of its calls written ``name {canonical JSON
@@ -119,6 +125,25 @@ class SameCall:
 
 
 @dataclass(frozen=True)
+class OutcomeCall:
+    """A call the ``tool_called`` outcome ``outcome`` counts (its tool, its ``args``)."""
+
+    outcome: Any
+    spec: str = "outcome"
+
+    def describe(self) -> str:
+        args = getattr(self.outcome, "args", None) or {}
+        shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+        return f"calls {self.outcome.tool}" + (f"({shown})" if shown else "")
+
+    async def matches(self, action: Message, env: Environment) -> bool:
+        return any(
+            c.name == self.outcome.tool and self.outcome._hit(c.arguments)
+            for c in action.tool_calls
+        )
+
+
+@dataclass(frozen=True)
 class RegexMatch:
     pattern: str
     calls_only: bool
@@ -190,6 +215,16 @@ def same_decision(
 ) -> SameDecision:
     """The rule ``spec`` (see the module docstring) for the recorded action ``recorded``."""
     call = target_call(recorded, outcome)
+    if spec == "outcome":
+        tool = getattr(outcome, "tool", None)
+        if tool is not None and callable(getattr(outcome, "_hit", None)):
+            if not any(c.name == tool for c in recorded.tool_calls):
+                raise DecisionError(
+                    f"the recorded decision makes no call of {tool!r}, the outcome's tool: "
+                    "pick the step that made it, or use --same regex:PATTERN or judge"
+                )
+            return OutcomeCall(outcome)
+        spec = "tool+args"
     if spec in ("tool", "tool+args"):
         if call is None or not call.name:
             raise DecisionError(
@@ -212,7 +247,9 @@ def same_decision(
             known = registry.keys()
             key = "llm:judge" if "llm:judge" in known else "llm"
         return JudgeMatch(registry.llm(key), recorded, spec=spec)
-    raise DecisionError(f"unknown --same {spec!r}; use tool, tool+args, regex:PATTERN or judge")
+    raise DecisionError(
+        f"unknown --same {spec!r}; use outcome, tool, tool+args, regex:PATTERN or judge"
+    )
 
 
 # -- what the agent did instead ----------------------------------------------------------------

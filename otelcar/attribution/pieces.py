@@ -350,9 +350,7 @@ def lines(text: str) -> list[Unit]:
     return _split_at(text, r"\n")
 
 
-_SENTENCE_END = re.compile(
-    r"([.!?]+[\"'”’)\]]*)(\s+)(?=[\"'“‘(\[<`]?[A-Z0-9<`]|[a-z][.)]\s)"
-)
+_SENTENCE_END = re.compile(r"([.!?]+[\"'”’)\]]*)(\s+)(?=[\"'“‘(\[<`]?[A-Z0-9<`]|[a-z][.)]\s)")
 
 
 def sentences(text: str) -> list[Unit]:

@@ -110,7 +110,7 @@ def check_decision(
     step: int,
     *,
     config: str | Path | None,
-    same: str = "tool",
+    same: str = "outcome",
     fix: dict[str, Any] | None = None,
     fix_name: str | None = None,
     samples: int = 10,

@@ -43,6 +43,7 @@ from typing import Any
 from otelcar.attribution.context import WhyError, fisher_greater, why_async
 from otelcar.attribution.decisions import (
     JudgeMatch,
+    OutcomeCall,
     RegexMatch,
     SameCall,
     SameDecision,
@@ -103,6 +104,10 @@ def guard_rule(rule: SameDecision) -> str:
         return f"Do not call {rule.name} with {canonical(rule.arguments)} {ask}"
     if isinstance(rule, SameTool):
         return f"Do not call {rule.name} {ask}"
+    if isinstance(rule, OutcomeCall):
+        args = getattr(rule.outcome, "args", None)
+        with_args = f" with {canonical(dict(args))}" if args else ""
+        return f"Do not call {rule.outcome.tool}{with_args} {ask}"
     if isinstance(rule, RegexMatch):
         return f"Do not make a tool call matching /{rule.pattern}/ {ask}"
     if isinstance(rule, JudgeMatch):
@@ -281,7 +286,7 @@ async def fix_async(
     registry: PolicyRegistry,
     step: int | str = "culprit",
     why: WhyResult | None = None,
-    same: str = "tool",
+    same: str = "outcome",
     outcome: Outcome | None = None,
     samples: int = 10,
     seed: int = 0,
