@@ -566,3 +566,31 @@ def test_why_tells_a_harmful_call_from_a_good_one_of_the_same_tool():
     assert coarse.verdict != "cause"
     (note,) = [n for n in coarse.notes if "--same tool" in n]
     assert "--same outcome or tool+args tells them apart" in note and '"amount": 45.0' in note
+
+
+def test_fix_validates_every_candidate_on_fresh_draws_with_its_own_base_arm():
+    """Before, the ``source`` candidate (the cause's text removed) was "validated" on the very
+    samples ``why`` had chosen the cause on — same edits, same seeds, all served from the
+    request cache — and compared with why's own base arm."""
+    from otelcar.replay import Environment
+
+    seen: list[tuple[str, int]] = []  # (phase, seed) of every request the policy answered
+    phase = ["why"]
+    inner = agent(untrusted=None, guard=None)
+
+    def recording(request) -> Message:
+        seen.append((phase[0], request.seed))
+        return inner(request)
+
+    env = Environment(registry(recording))
+    explained = why(run_of(), step=4, registry=env.registry, env=env, seed=1)
+    assert explained.verdict == "cause"
+    phase[0] = "fix"
+    result = fix(run_of(), registry=env.registry, env=env, why=explained, step=4, seed=1)
+    why_seeds = {s for p, s in seen if p == "why"}
+    fix_seeds = {s for p, s in seen if p == "fix"}
+    source = result.candidate("source").decision
+    assert source is not None and source.n == 10
+    assert len(fix_seeds) >= 10 and not fix_seeds & why_seeds  # no draw reused
+    assert (source.base_bad, source.base_n) != (None, None) and source.base_n == 10
+    assert result.candidate("source").verdict == "PASS"

@@ -15,8 +15,10 @@ Candidates (in this order; each only when it applies):
    this, would the run succeed?"), validated forward only.
 
 **Decision-level validation.** Each edited context is re-decided ``samples`` times (the base
-arm's size when the decision is intermittent) with the seeds ``why`` used; the bad-decision
-count is compared with the unfixed base arm by a one-sided Fisher exact test, Holm-adjusted
+arm's size when the decision is intermittent) on fresh draws — the seeds of the stage
+``fix.validate`` (:class:`~otelcar.attribution.seeds.SeedSpace`), never the samples ``why``
+chose the cause on — and the bad-decision count is compared with an unfixed base arm drawn
+with those same fresh seeds by a one-sided Fisher exact test, Holm-adjusted
 across the candidates (strong family-wise control at ``alpha``). **PASS**: significant and the
 upper Wilson bound of the fixed rate ≤ ``max_rate``; **PART**: significant only; **FAIL**.
 
@@ -24,7 +26,8 @@ upper Wilson bound of the fixed rate ≤ ``max_rate``; **PART**: significant onl
 (the edits at the step and at every later decision whose context carries the same message —
 the system prompt or the source text stay fixed downstream — everything from the step on
 re-decided) against ``rollouts`` rollouts that only re-decide from the step, the same seeds
-rollout by rollout: one-sided exact McNemar on the pairs, Newcombe paired interval, Holm
+rollout by rollout (the stage ``fix.forward``'s, not the attribution's): one-sided exact
+McNemar on the pairs, Newcombe paired interval, Holm
 across candidates, the same PASS/PART/FAIL rule on the run's failure rate.
 
 **Best fix**: a candidate that passes (and passes forward when forward was run), preferring
@@ -61,6 +64,7 @@ from otelcar.attribution.fix_result import (
     ForwardCheck,
 )
 from otelcar.attribution.pieces import edits_for
+from otelcar.attribution.seeds import SeedSpace
 from otelcar.attribution.stats import holm, mcnemar_exact_greater, wilson
 from otelcar.attribution.why_result import WhyResult
 from otelcar.errors import OtelcarError
@@ -331,26 +335,33 @@ async def fix_async(
         rule = same_decision(why.same_spec, decision.action, registry, outcome=outcome)
     except OtelcarError as exc:
         raise WhyError(str(exc)) from None
-    sampler = Sampler(run, decision, env, rule, seed=seed, on_sample=on_sample)
+    seeds = SeedSpace(seed)
+    sampler = Sampler(run, decision, env, rule, seed=seeds.stage("why"), on_sample=on_sample)
     candidates = propose(run, decision, why, rule)
     notes: list[str] = []
     alternative = await _alternative(sampler, why)
     if alternative is not None:
         candidates.append(_forced(run, decision, alternative))
     n = max(samples, why.base_n) if why.intermittent else samples
+    # Validation on fresh draws: its own seeds and its own unfixed base arm, never the
+    # samples that chose the cause (the source fix would otherwise be served from the cache).
+    validator = Sampler(
+        run, decision, env, rule, seed=seeds.stage("fix.validate"), on_sample=on_sample
+    )
+    base_arm = await validator.ensure([], n)
     checks: list[tuple[FixCandidate, DecisionCheck]] = []
     for candidate in candidates:
         if candidate.kind == "forced":
             continue
         plan = Plan.from_dict(candidate.plan)
         edits = [i.edit for i in plan.interventions if isinstance(i, EditContext)]
-        arm = await sampler.ensure(edits, n)
+        arm = await validator.ensure(edits, n)
         check = DecisionCheck(
             bad=arm.bad,
             n=arm.n,
-            base_bad=why.base_bad,
-            base_n=why.base_n,
-            p=fisher_greater(why.base_bad, why.base_n, arm.bad, arm.n) if arm.n else 1.0,
+            base_bad=base_arm.bad,
+            base_n=base_arm.n,
+            p=fisher_greater(base_arm.bad, base_arm.n, arm.bad, arm.n) if arm.n else 1.0,
             instead=dict(arm.instead()),
             alternative=describe_action(alt) if (alt := arm.alternative()) else None,
             confidence=confidence,
@@ -363,12 +374,13 @@ async def fix_async(
     if forward:
         assert outcome is not None
         later = [d.step for d in run.decisions if d.index >= decision.index]
+        forward_seed = seeds.stage("fix.forward")
         base = await run_plan_async(
             run,
             Plan(tuple(Resample(s) for s in later)),
             env,
             rollouts=rollouts,
-            seed=seed,
+            seed=forward_seed,
             outcome=outcome,
             concurrency=concurrency,
         )
@@ -382,7 +394,7 @@ async def fix_async(
                 Plan.from_dict(candidate.forward_plan),
                 base,
                 rollouts=rollouts,
-                seed=seed,
+                seed=forward_seed,
                 outcome=outcome,
                 concurrency=concurrency,
             )

@@ -1,0 +1,34 @@
+"""Named seed spaces: each stage of an estimator draws its own randomness.
+
+Rollouts and re-decisions are seeded (``derive_seed(seed, r, decision)``) and requests are
+cached by (request, seed), so two stages that use the same base seed get the *same draws*:
+validating a fix on the samples that chose it is then a cache hit, not a test. A
+:class:`SeedSpace` gives every stage its own base seed, derived from the user's seed and the
+stage's name, so sharing draws between stages is a declared choice (the same name), never an
+accident of the cache. Stage names in use: ``why`` and ``attribute`` (the user's seed itself,
+so results stay what they were), ``fix.validate`` (decision-level validation, with its own
+base arm), ``fix.forward`` (forward rollouts, fixed and unfixed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+#: Stages that draw with the user's seed itself (their results are what earlier versions gave).
+ROOT_STAGES = frozenset({"why", "attribute"})
+
+
+@dataclass(frozen=True)
+class SeedSpace:
+    """The user's ``seed`` and the stages' seeds derived from it."""
+
+    seed: int = 0
+
+    def stage(self, name: str) -> int:
+        """The base seed of stage ``name``: the same name, the same seed; different names,
+        independent seeds (64-bit, from SHA-256)."""
+        if name in ROOT_STAGES:
+            return self.seed
+        digest = hashlib.sha256(f"otelcar-stage:{self.seed}:{name}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") >> 1
