@@ -484,3 +484,38 @@ def test_sequential_design_keeps_the_family_wise_error_under_alpha():
     assert sum(last for _, last in stopped) < sum(last for _, last in full) / 1.5
     naive = [blames(seed, [0.05] * 4, 0.0) for seed in range(runs)]
     assert sum(b for b, _ in naive) > sum(b for b, _ in full)
+
+
+def test_rollouts_lost_to_a_forgotten_tool_policy_refuse_a_verdict_they_could_change():
+    """No tool policy: every re-decision that takes the other branch ("ok" instead of the
+    recorded "BAD") calls the tool with arguments the recording lacks, and that rollout fails.
+    The survivors all repeated BAD and failed, so the estimates said no step matters — before,
+    printed as a verdict with exit 0 and a note."""
+    from otelcar.policies import CallableLLMPolicy, PolicyRegistry
+    from otelcar.replay.engine import RolloutsFailed
+
+    n, culprit = 4, 2
+    choices = [[("ok", 1.0)] for _ in range(n)]
+    choices[culprit] = [("BAD", 0.75), ("ok", 0.25)]
+    recorded = ["ok"] * n
+    recorded[culprit] = "BAD"
+    scenario = synthetic.Scenario("forgotten", recorded, choices, lambda c: "BAD" in c, culprit)
+    steps, full, outcome = synthetic.build(scenario)
+    llm_only = PolicyRegistry().register("llm", full.llm("llm"))
+    assert isinstance(llm_only.llm("llm"), CallableLLMPolicy)
+    run = load_run(synthetic.TRACE_ID, steps)
+    with pytest.raises(RolloutsFailed, match=r"no tool policy .*\(\d+×\).*lost pairs"):
+        attribute(run, registry=llm_only, outcome=outcome, seed=2)
+    # With the tool policy, the same run finds the culprit.
+    found = attribute(run, registry=full, outcome=outcome, seed=2)
+    assert found.verdict == "culprit" and found.culprit.index == culprit
+
+
+def test_tools_no_policy_covers_are_listed_before_any_rollout():
+    from otelcar.attribution.api import tools_without_policy
+    from otelcar.policies import PolicyRegistry
+
+    steps, full, _ = synthetic.build(synthetic.single_culprit(3, 1))
+    run = load_run(synthetic.TRACE_ID, steps)
+    assert tools_without_policy(run, full) == []
+    assert tools_without_policy(run, PolicyRegistry().register("llm", full.llm("llm"))) == ["act"]

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -54,13 +56,16 @@ from otelcar.attribution.sampling import extend
 from otelcar.attribution.shapley import shapley_values
 from otelcar.attribution.stats import (
     look_schedule,
+    mcnemar_exact_greater,
     rejection_chance,
     spending_schedule,
+    stage_of,
     wilson,
 )
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.engine import RolloutsFailed
 from otelcar.replay.fidelity import check_fidelity_async
 from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.recorded import RecordedRun
@@ -163,6 +168,13 @@ async def attribute_async(
         f"step {s.step}: {'; '.join(s.reasons)}" for s in fidelity.steps if s.verdict == "held-only"
     ]
 
+    uncovered = tools_without_policy(run, registry)
+    if uncovered:
+        notes.append(
+            f"no tool policy for {', '.join(uncovered)}: only the recorded calls can be served; "
+            "a rollout calling one with other arguments fails and is counted (register "
+            "'tool:NAME', or 'tool:*' = recorded to declare it)"
+        )
     env = Environment(registry, budget or Budget())
     plans = curve_plans(run)
     outcomes = {k: PlanOutcomes() for k in plans}
@@ -256,7 +268,26 @@ async def attribute_async(
         )
     errors = [e for o in outcomes.values() for e in o.errors]
     if errors:
-        notes.append(f"{len(errors)} rollouts failed and were left out of the estimates")
+        lost = lost_pairs(effects, outcomes, done_looks)
+        by_step = ", ".join(f"step {e.step}: {lost[e.index]}" for e in effects if lost[e.index])
+        notes.append(
+            f"{len(errors)} rollouts failed and were left out of the estimates"
+            + (f" (pairs lost per step: {by_step})" if by_step else "")
+        )
+        later = [i for i, upto in enumerate(looks) if done_looks and upto > done_looks[-1]]
+        future = [(looks[i], spend[i] / max(1, run.horizon)) for i in later]
+        changing = losses_could_change(
+            culprit, effects, lost, alpha, future=future, futility=futility
+        )
+        if changing:
+            reasons = Counter(
+                re.sub(r"^rollout \d+: ", "", str(e))[:200] for e in errors
+            ).most_common(2)
+            raise RolloutsFailed(
+                f"{len(errors)} rollouts failed ({'; '.join(f'{r} ({n}×)' for r, n in reasons)})"
+                f", and {changing}: no verdict. Register the policies they lacked "
+                "([policies] in otelcar.toml), or fix what made them fail"
+            )
     cost = {
         **env.accounting.to_dict(),
         "wall_s": round(time.perf_counter() - started, 3),
@@ -388,6 +419,83 @@ async def sequential(
     if futile and reason in ("futility", "separated"):
         effects = [_with(e, futile=e.index in futile) for e in effects]
     return baseline, effects, done, reason
+
+
+def tools_without_policy(run: RecordedRun, registry: PolicyRegistry) -> list[str]:
+    """The tools the trace calls (or offers) that no registered policy covers: they fall to
+    the default, which serves recorded calls only."""
+    names = {
+        call.name
+        for d in run.decisions
+        for call in (d.action.tool_calls if d.action else ())
+        if call.name
+    } | {t["name"] for t in run.tool_definitions() if t.get("name")}
+    return sorted(n for n in names if registry.tool_for(n) is registry.default_tool)
+
+
+def lost_pairs(
+    effects: list[StepEffect], outcomes: dict[int, PlanOutcomes], looks: list[int]
+) -> dict[int, int]:
+    """By decision index: the rollouts below the step's look (the ones its pairs come from,
+    :func:`~otelcar.attribution.curve.estimate`) that could not be paired because either of
+    its two plans' rollouts failed."""
+    out: dict[int, int] = {}
+    for e in effects:
+        now, before = outcomes[e.index].failures, outcomes[e.index - 1].failures
+        stage = stage_of(min(len(now), len(before)), looks) if looks else None
+        upto = looks[stage] if stage is not None else min(len(now), len(before))
+        attempted = sum(1 for r in now.keys() & before.keys() if r < upto)
+        out[e.index] = max(0, attempted - e.pairs)
+    return out
+
+
+def losses_could_change(
+    culprit: StepEffect | None,
+    effects: list[StepEffect],
+    lost: dict[int, int],
+    alpha: float,
+    *,
+    future: list[tuple[int, float]] = (),  # type: ignore[assignment]
+    futility: float = 0.0,
+) -> str | None:
+    """Why the verdict could change had the lost pairs been judged, else ``None``.
+
+    Rollouts lost to errors are not missing at random (a missing tool policy fails exactly
+    the rollouts that took the other branch), so each verdict must stand whatever they held.
+    With a culprit: counted against it (each lost pair "fails only when re-decided"), its
+    Holm-adjusted p-value, scaled by the same factor, must stay ≤ ``alpha``. Without: counted
+    for each step (each "fails only when held"), no step may reach ``alpha`` even at Holm's
+    most lenient factor (1), nor — when looks were left (``future``, as in the adaptive
+    design) — keep a ``futility`` chance of becoming significant there."""
+    if culprit is not None:
+        k = lost.get(culprit.index, 0)
+        if not k:
+            return None
+        worst = mcnemar_exact_greater(culprit.only_now, culprit.only_before + k)
+        scale = culprit.p_adjusted / culprit.p_value if culprit.p_value > 0 else 1.0
+        if worst * scale > alpha:
+            return (
+                f"the culprit's {k} lost pairs, had they gone against it, would leave it "
+                f"not significant (p_adj {min(1.0, worst * scale):.2g} > {alpha:g})"
+            )
+        return None
+    for e in effects:
+        k = lost.get(e.index, 0)
+        if not k or e.test_alpha <= 0:
+            continue
+        best = mcnemar_exact_greater(e.only_now + k, e.only_before) * alpha / e.test_alpha
+        if best <= alpha:
+            return (
+                f"step {e.step}'s {k} lost pairs, had they gone for an effect, could make it "
+                f"significant (p {best:.2g} ≤ {alpha:g})"
+            )
+        chance = rejection_chance(e.only_now + k, e.only_before, e.pairs + k, list(future))
+        if future and futility > 0 and chance >= futility:
+            return (
+                f"step {e.step}'s {k} lost pairs, had they gone for an effect, would have kept "
+                f"it in play ({chance:.0%} chance of becoming significant at a later look)"
+            )
+    return None
 
 
 def attribute(run: RecordedRun, **options: Any) -> AttributionResult:
