@@ -265,7 +265,9 @@ def why_command(
             max_tests=max_tests,
             full=full,
             budget=Budget(
-                budget if budget is not None else settings.max_calls, settings.max_tokens
+                budget if budget is not None else settings.max_calls,
+                settings.max_tokens,
+                slack=settings.slack,
             ),
             on_sample=lambda _: progress.advance(task),
         )
@@ -365,7 +367,9 @@ def fix_command(
             rollouts=rollouts,
             concurrency=settings.concurrency,
             budget=Budget(
-                budget if budget is not None else settings.max_calls, settings.max_tokens
+                budget if budget is not None else settings.max_calls,
+                settings.max_tokens,
+                slack=settings.slack,
             ),
             on_sample=lambda _: progress.advance(task),
         )

@@ -112,7 +112,10 @@ def rollout_command(
     if from_step is not None:
         plan = plan + Plan.resample_from(from_step, [d.step for d in run.decisions])
     settings = config.replay
-    env = Environment(config.registry, Budget(settings.max_calls, settings.max_tokens))
+    env = Environment(
+        config.registry,
+        Budget(settings.max_calls, settings.max_tokens, slack=settings.slack),
+    )
     count = rollouts if rollouts is not None else settings.rollouts
     with (
         executor_for(settings, executor, ray_address),
@@ -263,7 +266,9 @@ def attribute_command(
             max_rollouts=max_rollouts,
             seed=seed if seed is not None else settings.seed,
             budget=Budget(
-                budget if budget is not None else settings.max_calls, settings.max_tokens
+                budget if budget is not None else settings.max_calls,
+                settings.max_tokens,
+                slack=settings.slack,
             ),
             concurrency=settings.concurrency,
             credit=credit,

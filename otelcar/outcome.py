@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import polars as pl
@@ -168,14 +168,20 @@ def _transcript(steps: pl.DataFrame) -> str:
 
 @dataclass(frozen=True)
 class FunctionOutcome:
-    function: Callable[[pl.DataFrame], Any]
+    """``function(steps, **args)`` is true when the run failed; ``args`` come from the
+    config's ``args = {…}`` table (thresholds, expected values)."""
+
+    function: Callable[..., Any]
     name: str = "function"
+    args: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
-        return self.name
+        if not self.args:
+            return self.name
+        return f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
 
     async def failed(self, steps: pl.DataFrame) -> bool:
-        return bool(await call_user(self.function, steps, role="outcome function"))
+        return bool(await call_user(self.function, steps, role="outcome function", **self.args))
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,19 @@ def outcome_from_config(config: Mapping[str, Any], registry: Any = None) -> Outc
         if kind == "function":
             from otelcar.policies.python import load_callable
 
-            return FunctionOutcome(load_callable(options["function"]), options["function"])
+            args = options.get("args", {})
+            if not isinstance(args, Mapping):
+                raise OutcomeError(
+                    f"outcome 'function': args must be a table of keyword arguments, not "
+                    f"{type(args).__name__}"
+                )
+            unknown = set(options) - {"function", "args"}
+            if unknown:
+                raise OutcomeError(
+                    f"outcome 'function': unknown option(s) {', '.join(sorted(unknown))}; "
+                    "known: function, args"
+                )
+            return FunctionOutcome(load_callable(options["function"]), options["function"], args)
     except (KeyError, TypeError) as exc:
         raise OutcomeError(f"outcome {kind!r}: bad or missing option ({exc})") from None
     raise OutcomeError(

@@ -383,3 +383,30 @@ def test_anthropic_policy_maps_messages_and_tool_use_both_ways():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_function_outcome_takes_its_parameters_from_the_config(tmp_path: Path):
+    # Before, `args` was refused (a function outcome could not be parameterized).
+    (tmp_path / "thresholds.py").write_text(
+        "def too_many_calls(steps, limit, tool='lookup_order'):\n"
+        "    return (steps['tool_name'] == tool).sum() > limit\n"
+    )
+    config_path = tmp_path / "otelcar.toml"
+    config_path.write_text(
+        '[outcome]\ntype = "function"\nfunction = "thresholds:too_many_calls"\n'
+        "args = { limit = 0 }\n"
+    )
+    config = load_config(config_path)
+    steps = read_otlp([OTLP / "new_content.traces.jsonl"])
+    assert asyncio.run(config.outcome.failed(steps)) is True
+    assert config.outcome.describe() == "thresholds:too_many_calls(limit=0)"
+    config_path.write_text(
+        '[outcome]\ntype = "function"\nfunction = "thresholds:too_many_calls"\n'
+        "args = { limit = 99 }\n"
+    )
+    assert asyncio.run(load_config(config_path).outcome.failed(steps)) is False
+    config_path.write_text(
+        '[outcome]\ntype = "function"\nfunction = "thresholds:too_many_calls"\nlimit = 1\n'
+    )
+    with pytest.raises(ConfigError, match="unknown option.*limit.*known: function, args"):
+        load_config(config_path)

@@ -36,6 +36,7 @@ from otelcar.replay import (
     load_run,
     run_plan,
 )
+from otelcar.replay.engine import run_sync
 from otelcar.trajectory import build_trace
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.synth import TRACE, calls, chat, responses, text, tool
@@ -401,3 +402,22 @@ def test_a_plan_aimed_at_what_the_run_does_not_have_is_an_error():
     with pytest.raises(PlanError, match="not a decision"):
         check_plan(run, Plan((SwapModel("other", steps=(tool["step"],)),)))
     check_plan(run, Plan((Resample(decisions[0]), Observe(decisions[0], "ok", call=0))))
+
+
+def test_replay_slack_from_the_budget_bounds_a_diverged_rollout():
+    # `[replay] slack` was parsed and ignored: every rollout got the default 4.
+    from otelcar.replay.harness import replay
+
+    def endless(request: DecisionRequest) -> Message:  # never answers: always searches
+        return Message("assistant", None, (ToolCall("search", {"q": "z"}, "z1"),))
+
+    run = load_run(TRACE, branching_trace())
+    lengths = {}
+    for slack in (0, 2, 5):
+        registry = PolicyRegistry().register("llm", CallableLLMPolicy(endless, name="loop"))
+        registry.register("tool:search", CallableToolPolicy(lambda r: "Z", name="search"))
+        env = Environment(registry, Budget(slack=slack))
+        rollout = run_sync(replay(run, Plan((Resample(run.decisions[0].step),)), env))
+        assert rollout.status == "horizon"
+        lengths[slack] = len(rollout.decisions)
+    assert lengths == {s: run.horizon + s for s in (0, 2, 5)}

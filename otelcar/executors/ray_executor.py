@@ -43,7 +43,7 @@ from otelcar.executors.ray_worker import (
     pack,
 )
 from otelcar.outcome import Outcome
-from otelcar.replay.harness import DEFAULT_SLACK, Budget, Environment, Rollout
+from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
 
@@ -92,7 +92,7 @@ class _Ledger:
         """The budget a worker gets: the caps, with only ``grant`` calls left."""
         b = self.budget
         calls = 0 if grant is None or b.max_calls is None else b.max_calls - grant
-        return Budget(b.max_calls, b.max_tokens, calls, b.tokens)
+        return Budget(b.max_calls, b.max_tokens, calls, b.tokens, b.slack)
 
     async def settle(self, grant: int | None, calls: int | None, tokens: int) -> None:
         """A rollout came back having spent ``calls`` (``None``: unknown, all kept)."""
@@ -251,7 +251,7 @@ class RayExecutor:
         shared = self._environment(env)
         job = self._job(run, outcome)
         ledger = self._ledger(shared, env)
-        bound = run.horizon + DEFAULT_SLACK
+        bound = run.horizon + env.budget.slack
 
         async def one(index: int) -> Judged:
             judged = await self._rollout(env, shared, job, ledger, plan, index, seed, bound)

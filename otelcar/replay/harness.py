@@ -68,12 +68,15 @@ def derive_seed(base_seed: int, rollout: int, decision: int) -> int:
 
 @dataclass(slots=True)
 class Budget:
-    """Caps on policy calls and tokens, shared by all rollouts of a run (``None``: no cap)."""
+    """Caps on policy calls and tokens, shared by all rollouts of a run (``None``: no cap),
+    and ``slack``: how many decisions a diverged rollout may take past the recorded horizon
+    (``[replay] slack``)."""
 
     max_calls: int | None = None
     max_tokens: int | None = None
     calls: int = 0
     tokens: int = 0
+    slack: int = DEFAULT_SLACK
 
     def reserve(self) -> None:
         if self.max_calls is not None and self.calls >= self.max_calls:
@@ -302,11 +305,12 @@ async def replay(
     *,
     rollout: int = 0,
     base_seed: int = 0,
-    slack: int = DEFAULT_SLACK,
+    slack: int | None = None,
 ) -> Rollout:
     """Run one rollout of ``plan``; never raises for a policy failure (the rollout records it).
     A plan that does not fit the run raises :class:`PlanError` first (:func:`check_plan`)."""
     check_plan(run, plan)
+    slack = env.budget.slack if slack is None else slack
     result = Rollout(index=rollout, seed=base_seed, plan=plan)
     state = _State()
     cassette = Cassette(run)
