@@ -519,3 +519,26 @@ def test_tools_no_policy_covers_are_listed_before_any_rollout():
     run = load_run(synthetic.TRACE_ID, steps)
     assert tools_without_policy(run, full) == []
     assert tools_without_policy(run, PolicyRegistry().register("llm", full.llm("llm"))) == ["act"]
+
+
+def test_an_outcome_that_raises_on_a_factual_slot_is_counted():
+    # The factual plan is replayed once and judged per slot; an outcome exception on a slot
+    # left it unjudged without counting it (every other plan's counted).
+    from otelcar.outcome import FunctionOutcome
+
+    scenario = synthetic.single_culprit(3, 1)
+    steps, registry, _ = synthetic.build(scenario)
+
+    def flaky(table):
+        if "rollout" in table.columns and int(table["rollout"][0]) == 5:
+            raise RuntimeError("grader timeout")
+        return scenario.fails(synthetic._choices_made(table))
+
+    from otelcar.replay.engine import RolloutsFailed
+
+    run = load_run(synthetic.TRACE_ID, steps)
+    plans = len(run.decisions) + 1  # P_-1 .. P_n-1, the factual plan included
+    with pytest.raises(
+        RolloutsFailed, match=rf"^{plans} rollouts failed .*grader timeout \({plans}×\)"
+    ):
+        attribute(run, registry=registry, outcome=FunctionOutcome(flaky), seed=1, rollouts=8)

@@ -408,5 +408,5 @@ def test_a_function_outcome_takes_its_parameters_from_the_config(tmp_path: Path)
     config_path.write_text(
         '[outcome]\ntype = "function"\nfunction = "thresholds:too_many_calls"\nlimit = 1\n'
     )
-    with pytest.raises(ConfigError, match="unknown option.*limit.*known: function, args"):
+    with pytest.raises(ConfigError, match=r"unknown option.*limit.*known: function, args"):
         load_config(config_path)

@@ -22,10 +22,13 @@ from otelcar.replay.recorded import RecordedRun, same_message
 from otelcar.replay.rollout_table import rollout_steps
 
 
-async def _judge(outcome: Outcome, steps: Any) -> bool | None:
+async def _judge(outcome: Outcome, steps: Any, target: PlanOutcomes, r: int) -> bool | None:
+    """The outcome of factual slot ``r``; an outcome that raises leaves the slot unjudged and
+    is counted in ``target.errors`` like any failed rollout (it used to vanish uncounted)."""
     try:
         return await outcome.failed(steps)
-    except Exception:
+    except Exception as exc:
+        target.errors.append(f"rollout {r}: outcome: {exc}")
         return None
 
 
@@ -73,7 +76,7 @@ async def extend(
             # outcome is judged again for each (a grader may itself be stochastic).
             for r in range(have, upto):
                 outcomes[k].failures[r] = await _judge(
-                    outcome, as_rollout(outcomes[k].factual_steps, r, seed)
+                    outcome, as_rollout(outcomes[k].factual_steps, r, seed), outcomes[k], r
                 )
             return
         count = 1 if k == factual else upto - have
@@ -103,7 +106,7 @@ async def extend(
             target.factual_steps = rollout_steps(result.rollouts[0])
             for r in range(have + 1, upto):
                 target.failures[r] = await _judge(
-                    outcome, as_rollout(target.factual_steps, r, seed)
+                    outcome, as_rollout(target.factual_steps, r, seed), target, r
                 )
 
     await asyncio.gather(*(one(k) for k in sorted(needed)))

@@ -221,7 +221,7 @@ class Rollout:
     seed: int
     plan: Plan
     decisions: list[ReplayedDecision] = field(default_factory=list)
-    status: str = "running"  # final | horizon | failed | budget
+    status: str = "running"  # final | horizon | truncated | failed | budget
     error: str | None = None
 
     @property
@@ -320,8 +320,15 @@ async def replay(
     try:
         while True:
             recorded = run.decisions[k] if k < run.horizon else None
-            if recorded is None and (not diverged or previous is None or k >= run.horizon + slack):
-                result.status = "horizon"
+            if recorded is None and (not diverged or previous is None):
+                result.status = "horizon"  # the recorded run's own end
+                return result
+            if recorded is None and k >= run.horizon + slack:
+                result.status = "truncated"
+                result.error = (
+                    f"cut after {k} decisions ({slack} past the recorded horizon, "
+                    "[replay] slack) before a final answer: not judged"
+                )
                 return result
             step = recorded.step if recorded else None
             interventions = plan.at(step) if step is not None else []
