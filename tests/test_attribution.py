@@ -238,6 +238,13 @@ def test_shapley_splits_an_and_failure_between_its_two_steps():
     assert 0.3 < a < 0.7 and 0.3 < b < 0.7
     assert abs(phi[steps[0]]) < 0.15 and abs(phi[steps[2]]) < 0.15
     assert abs(result.shapley.efficiency_gap) < 0.15
+    # Its rollouts are in the cost (they were not counted).
+    players = len(result.shapley.values)
+    coalitions = 2 * 3 * (players + 1) + 2  # each permutation's prefixes, v(all), v(none)
+    assert result.shapley.rollouts == coalitions * 12
+    curve = sum(s.n for s in result.steps)  # at least the curve's judged rollouts
+    assert result.cost["shapley_rollouts"] == result.shapley.rollouts
+    assert result.cost["rollouts"] >= curve + result.shapley.rollouts
 
 
 def test_a_flaky_grader_does_not_make_the_final_step_a_culprit():

@@ -594,3 +594,22 @@ def test_fix_validates_every_candidate_on_fresh_draws_with_its_own_base_arm():
     assert len(fix_seeds) >= 10 and not fix_seeds & why_seeds  # no draw reused
     assert (source.base_bad, source.base_n) != (None, None) and source.base_n == 10
     assert result.candidate("source").verdict == "PASS"
+
+
+def test_why_step_culprit_counts_the_attribution_it_runs_first():
+    # Before: the attribution ran in an environment of its own; `why --step culprit` reported
+    # ~105 calls of the ~187 made while both spent the same budget.
+    from otelcar.replay import Environment
+
+    calls = [0]
+    inner = agent()
+
+    def counting(request) -> Message:
+        calls[0] += 1
+        return inner(request)
+
+    env = Environment(registry(counting))
+    result = why(
+        run_of(), step="culprit", registry=env.registry, env=env, outcome=ToolCalled("issue_refund")
+    )
+    assert result.cost["llm_calls"] == calls[0] == env.accounting.llm_calls

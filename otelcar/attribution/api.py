@@ -124,9 +124,12 @@ async def attribute_async(
     mode: str = "auto",
     bisect_above: int = 40,
     futility: float = 0.2,
+    env: Environment | None = None,
 ) -> AttributionResult:
     """Attribute the failure of ``run`` (see the module docstring for the method).
 
+    ``env``: an environment to run in (its cache and accounting, shared with the command that
+    asked: the result's cost is what this attribution spent in it).
     ``rollouts``: fixed-R mode; otherwise adaptive with looks from ``first_look`` doubling to
     ``max_rollouts``. ``budget`` caps policy calls/tokens (the result then says so).
     ``shapley``: also Shapley values of the (at most ``max_players``) steps with the largest
@@ -175,7 +178,8 @@ async def attribute_async(
             "a rollout calling one with other arguments fails and is counted (register "
             "'tool:NAME', or 'tool:*' = recorded to declare it)"
         )
-    env = Environment(registry, budget or Budget())
+    env = env or Environment(registry, budget or Budget())
+    spent_before = env.accounting.to_dict()  # a shared env (why/fix --step culprit) counts on
     plans = curve_plans(run)
     outcomes = {k: PlanOutcomes() for k in plans}
     alpha = 1 - confidence
@@ -289,7 +293,7 @@ async def attribute_async(
                 "([policies] in otelcar.toml), or fix what made them fail"
             )
     cost = {
-        **env.accounting.to_dict(),
+        **_spent(env, spent_before),
         "wall_s": round(time.perf_counter() - started, 3),
         "rollouts": sum(len(o.failures) for o in outcomes.values()),
     }
@@ -311,9 +315,10 @@ async def attribute_async(
             concurrency=concurrency,
         )
         cost = {
-            **env.accounting.to_dict(),
+            **_spent(env, spent_before),
             "wall_s": round(time.perf_counter() - started, 3),
-            "rollouts": cost["rollouts"],
+            "rollouts": cost["rollouts"] + shapley_result.rollouts,
+            "shapley_rollouts": shapley_result.rollouts,
         }
     return AttributionResult(
         shapley=shapley_result,
@@ -419,6 +424,11 @@ async def sequential(
     if futile and reason in ("futility", "separated"):
         effects = [_with(e, futile=e.index in futile) for e in effects]
     return baseline, effects, done, reason
+
+
+def _spent(env: Environment, before: dict[str, int]) -> dict[str, int]:
+    """What ``env`` spent since ``before`` (its accounting then)."""
+    return {k: v - before.get(k, 0) for k, v in env.accounting.to_dict().items()}
 
 
 def tools_without_policy(run: RecordedRun, registry: PolicyRegistry) -> list[str]:

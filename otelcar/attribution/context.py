@@ -85,6 +85,7 @@ from otelcar.attribution.pieces import (
     rank,
     top_level,
 )
+from otelcar.attribution.seeds import SeedSpace
 from otelcar.attribution.stats import mcnemar_exact_greater
 from otelcar.attribution.why_result import Cause, TestRecord, WhyResult
 from otelcar.errors import OtelcarError
@@ -608,10 +609,11 @@ async def resolve_step(
     outcome: Outcome | None,
     seed: int = 0,
     budget: Budget | None = None,
+    env: Environment | None = None,
 ) -> tuple[RecordedDecision, str]:
-    """The decision ``step`` names: a step number, ``culprit`` (run attribution first; the
-    harmful step when the failure is locked in) or ``last`` (the last decision that called a
-    tool)."""
+    """The decision ``step`` names: a step number, ``culprit`` (run attribution first, in
+    ``env`` when given, so its calls count in the caller's cost; the harmful step when the
+    failure is locked in) or ``last`` (the last decision that called a tool)."""
     if isinstance(step, int) or str(step).lstrip("-").isdigit():
         try:
             return run.decision_at_step(int(step)), "given"
@@ -629,8 +631,14 @@ async def resolve_step(
         raise WhyError("--step culprit needs an outcome ([outcome] in otelcar.toml)")
     from otelcar.attribution.api import attribute_async
 
+    # Its own draws: the step is chosen on rollouts that why's samples then do not reuse.
     result = await attribute_async(
-        run, registry=registry, outcome=outcome, seed=seed, budget=budget
+        run,
+        registry=registry,
+        outcome=outcome,
+        seed=SeedSpace(seed).stage("culprit"),
+        budget=budget,
+        env=env,
     )
     if result.culprit is not None:
         return run.decision_at_step(result.culprit.step), (
@@ -685,7 +693,7 @@ async def why_async(
     env = env or Environment(registry, budget or Budget())
     before = env.accounting.to_dict()
     decision, reason = await resolve_step(
-        run, step, registry=registry, outcome=outcome, seed=seed, budget=env.budget
+        run, step, registry=registry, outcome=outcome, seed=seed, budget=env.budget, env=env
     )
     if decision.action is None:
         raise WhyError(f"step {decision.step}: its action was not recorded")

@@ -38,6 +38,7 @@ class ShapleyResult:
     sum_phi: float
     rollouts_per_coalition: int
     permutations: int
+    rollouts: int = 0  # every rollout the estimate ran (all coalitions), for the cost
 
     @property
     def efficiency_gap(self) -> float:
@@ -53,6 +54,7 @@ class ShapleyResult:
             "efficiency_gap": self.efficiency_gap,
             "rollouts_per_coalition": self.rollouts_per_coalition,
             "permutations": self.permutations,
+            "rollouts": self.rollouts,
         }
 
 

@@ -6,8 +6,10 @@ validating a fix on the samples that chose it is then a cache hit, not a test. A
 :class:`SeedSpace` gives every stage its own base seed, derived from the user's seed and the
 stage's name, so sharing draws between stages is a declared choice (the same name), never an
 accident of the cache. Stage names in use: ``why`` and ``attribute`` (the user's seed itself,
-so results stay what they were), ``fix.validate`` (decision-level validation, with its own
-base arm), ``fix.forward`` (forward rollouts, fixed and unfixed).
+so results stay what they were), ``culprit`` (the attribution ``why``/``fix --step culprit``
+run to choose the step: why's samples then do not reuse the rollouts that chose it),
+``fix.validate`` (decision-level validation, with its own base arm), ``fix.forward``
+(forward rollouts, fixed and unfixed).
 """
 
 from __future__ import annotations

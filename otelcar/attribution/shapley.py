@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scipy import stats
 
@@ -28,7 +28,7 @@ from otelcar.replay.plan import Do, Plan, Resample
 from otelcar.replay.recorded import RecordedRun
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Evaluator:
     run: RecordedRun
     env: Environment
@@ -37,6 +37,7 @@ class _Evaluator:
     rollouts: int
     seed: int
     concurrency: int
+    ran: list[int] = field(default_factory=list)  # rollouts per coalition value evaluated
 
     def plan(self, held: frozenset[int]) -> Plan:
         items = []
@@ -59,6 +60,7 @@ class _Evaluator:
             outcome=self.outcome,
             concurrency=self.concurrency,
         )
+        self.ran.append(len(result.rollouts))
         judged = result.judged
         return sum(judged) / len(judged) if judged else float("nan")
 
@@ -115,4 +117,12 @@ async def shapley_values(
                 2 * pairs,
             )
         )
-    return ShapleyResult(values, v_all, v_none, sum(v.phi for v in values), rollouts, 2 * pairs)
+    return ShapleyResult(
+        values,
+        v_all,
+        v_none,
+        sum(v.phi for v in values),
+        rollouts,
+        2 * pairs,
+        rollouts=sum(evaluator.ran),
+    )
