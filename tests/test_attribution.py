@@ -549,3 +549,43 @@ def test_an_outcome_that_raises_on_a_factual_slot_is_counted():
         RolloutsFailed, match=rf"^{plans} rollouts failed .*grader timeout \({plans}×\)"
     ):
         attribute(run, registry=registry, outcome=FunctionOutcome(flaky), seed=1, rollouts=8)
+
+
+def test_a_judge_outcomes_calls_go_through_the_environment():
+    # Before, an LLM-judge outcome called its policy directly: not counted, not budgeted,
+    # not cached.
+    from otelcar.outcome import Judge
+    from otelcar.policies import CallableLLMPolicy
+
+    made = {"agent": 0, "judge": 0}
+    scenario = synthetic.single_culprit(3, 1)
+    steps, registry, _ = synthetic.build(scenario)
+    agent = registry.llm("llm")
+
+    async def counted_agent(request):
+        made["agent"] += 1
+        return await agent.decide(request)
+
+    def grade(request):
+        made["judge"] += 1
+        return Message("assistant", "yes" if '"BAD"' in request.messages[-1].content else "no")
+
+    from otelcar.messages import Message
+    from otelcar.policies import PolicyRegistry
+
+    class Counted:
+        name, max_concurrency = "scripted", 8
+
+        async def decide(self, request):
+            return await counted_agent(request)
+
+    counted = PolicyRegistry().register("llm", Counted())
+    counted.register("tool:act", registry.tool_for("act"))
+    judge = Judge(CallableLLMPolicy(grade, name="grader"), "Did the agent choose BAD?")
+    run = load_run(synthetic.TRACE_ID, steps)
+    result = attribute(run, registry=counted, outcome=judge, seed=1, rollouts=8)
+    assert made["judge"] > 0
+    assert result.cost["llm_calls"] == made["agent"] + made["judge"]
+    assert result.cost["cache_hits"] > 0  # identical transcripts are judged once
+    capped = attribute(run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=5))
+    assert capped.cost["llm_calls"] <= 5

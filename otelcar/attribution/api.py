@@ -34,6 +34,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -75,11 +76,11 @@ class AttributionError(OtelcarError):
     """Attribution cannot run on this trace (not failing, not reproducible, no decisions)."""
 
 
+@dataclass(frozen=True)
 class Negated:
     """An outcome turned around: for ``credit`` (which step secured the success)."""
 
-    def __init__(self, outcome: Outcome) -> None:
-        self.inner = outcome
+    inner: Outcome
 
     def describe(self) -> str:
         return f"not ({self.inner.describe()})"
@@ -142,8 +143,10 @@ async def attribute_async(
     if not run.decisions:
         raise AttributionError(f"trace {run.trace_id} has no LLM step to attribute")
     question = "success" if credit else "failure"
-    judged = Negated(outcome) if credit else outcome
-    fidelity = await check_fidelity_async(run, outcome=judged)
+    env = env or Environment(registry, budget or Budget())
+    spent_before = env.accounting.to_dict()  # a shared env (why/fix --step culprit) counts on
+    judged = env.bind(Negated(outcome) if credit else outcome)  # a judge's calls counted too
+    fidelity = await check_fidelity_async(run, outcome=judged, env=env)
     if not fidelity.reproducible:
         bad = [
             f"step {s.step}: {'; '.join(s.reasons)}"
@@ -178,8 +181,6 @@ async def attribute_async(
             "a rollout calling one with other arguments fails and is counted (register "
             "'tool:NAME', or 'tool:*' = recorded to declare it)"
         )
-    env = env or Environment(registry, budget or Budget())
-    spent_before = env.accounting.to_dict()  # a shared env (why/fix --step culprit) counts on
     plans = curve_plans(run)
     outcomes = {k: PlanOutcomes() for k in plans}
     alpha = 1 - confidence
@@ -292,6 +293,7 @@ async def attribute_async(
                 f", and {changing}: no verdict. Register the policies they lacked "
                 "([policies] in otelcar.toml), or fix what made them fail"
             )
+    harmful = await harmful_step(run, judged)  # a judge's calls, before the cost is read
     cost = {
         **_spent(env, spent_before),
         "wall_s": round(time.perf_counter() - started, 3),
@@ -336,7 +338,7 @@ async def attribute_async(
         culprit=culprit,
         ties=ties,
         point_of_no_return=point_of_no_return(effects, True),
-        harmful_step=await harmful_step(run, judged),
+        harmful_step=harmful,
         looks=done_looks,
         stop_reason=stop_reason
         if rollouts is None or stop_reason in ("budget", "bisection")

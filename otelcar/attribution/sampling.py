@@ -64,7 +64,9 @@ async def extend(
     concurrency: int,
     on_rollout: Callable[[Rollout], None] | None = None,
 ) -> None:
-    """Bring every plan in ``needed`` up to ``upto`` rollouts."""
+    """Bring every plan in ``needed`` up to ``upto`` rollouts (a judge's calls, too, go
+    through ``env``)."""
+    outcome = env.bind(outcome)
     factual = run.horizon - 1
 
     async def one(k: int) -> None:

@@ -66,7 +66,7 @@ async def replay_and_judge(
     failed = None
     if outcome is not None and result.ok:
         try:
-            failed = await outcome.failed(rollout_steps(result))
+            failed = await env.bind(outcome).failed(rollout_steps(result))
         except Exception as exc:
             result.status, result.error = "failed", f"outcome: {exc}"
     return Judged(result, failed)

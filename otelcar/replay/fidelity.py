@@ -107,9 +107,16 @@ def _transition_reasons(decision: RecordedDecision, run: RecordedRun) -> list[st
 
 
 async def check_fidelity_async(
-    run: RecordedRun, *, outcome: Outcome | None = None, recorded_steps: pl.DataFrame | None = None
+    run: RecordedRun,
+    *,
+    outcome: Outcome | None = None,
+    recorded_steps: pl.DataFrame | None = None,
+    env: Environment | None = None,
 ) -> FidelityReport:
-    """Replay ``run`` with everything held and compare with the recording."""
+    """Replay ``run`` with everything held and compare with the recording; the outcome's own
+    LLM calls (a judge) go through ``env`` when given (counted in its cost)."""
+    if outcome is not None and env is not None:
+        outcome = env.bind(outcome)
     env = Environment(PolicyRegistry())  # a factual replay needs no policy
     rollout = await replay(run, Plan(), env)
     replayed = {d.recorded_step: d for d in rollout.decisions}

@@ -15,8 +15,10 @@ derived from (base seed, rollout index, decision index), so the same seeds recur
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, ToolCall
@@ -160,6 +162,59 @@ class Environment:
         self.accounting.output_tokens += decision.output_tokens
         self.budget.tokens += decision.input_tokens + decision.output_tokens
         return decision, False
+
+    def bind(self, outcome: Any) -> Any:
+        """``outcome`` with every LLM policy inside it (a judge's, in any composite) calling
+        through this environment: counted, budgeted and cached like the agent's own calls.
+        Outcomes are walked as dataclasses (fields holding a policy, an outcome, or a tuple
+        of outcomes), so third-party outcomes built the same way are bound too; binding
+        twice is binding once."""
+        return _bound(outcome, self)
+
+
+@dataclass(frozen=True)
+class EnvironmentPolicy:
+    """An LLM policy whose calls go through an :class:`Environment` (see ``bind``)."""
+
+    inner: LLMPolicy
+    env: Environment
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def max_concurrency(self) -> int:
+        return getattr(self.inner, "max_concurrency", 8)
+
+    async def decide(self, request: DecisionRequest) -> Decision:
+        decision, _ = await self.env.decide(self.inner, request)
+        return decision
+
+
+def _bound(value: Any, env: Environment) -> Any:
+    if isinstance(value, EnvironmentPolicy):
+        return value if value.env is env else EnvironmentPolicy(value.inner, env)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value
+    changes: dict[str, Any] = {}
+    for item in dataclasses.fields(value):
+        current = getattr(value, item.name)
+        if isinstance(current, tuple):
+            new = tuple(_bound(v, env) for v in current)
+        elif hasattr(current, "decide") and not hasattr(current, "failed"):
+            new = (
+                _bound(current, env)
+                if isinstance(current, EnvironmentPolicy)
+                else (EnvironmentPolicy(current, env))
+            )
+        elif hasattr(current, "failed"):
+            new = _bound(current, env)
+        else:
+            continue
+        if new is not current:
+            changes[item.name] = new
+    return dataclasses.replace(value, **changes) if changes else value
 
 
 def decision_request(
