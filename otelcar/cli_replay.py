@@ -202,6 +202,13 @@ def rollout_command(
     show_default=True,
     help="Antithetic permutation pairs for --shapley.",
 )
+@click.option(
+    "--refute/--no-refute",
+    default=True,
+    show_default=True,
+    help="Check a culprit on fresh rollouts: a placebo (its recorded action done, Δ must "
+    "vanish) and its effect measured again on new seeds.",
+)
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
 @click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
@@ -225,6 +232,7 @@ def attribute_command(
     mode: str,
     shapley: bool,
     shapley_pairs: int,
+    refute: bool,
     budget: int | None,
     seed: int | None,
     credit: bool,
@@ -274,6 +282,7 @@ def attribute_command(
             credit=credit,
             on_rollout=sampler,
             mode=mode,
+            refutation=refute,
             shapley=shapley,
             shapley_pairs=shapley_pairs,
         )

@@ -315,6 +315,15 @@ def attribution_report(console: Console, result: Any) -> None:
         f"looks at {doc.get('looks')} rollouts per plan",
         highlight=False,
     )
+    for check in doc.get("refutations") or []:
+        low, high = check["delta_ci"]
+        console.print(
+            f"refutation — {check['name']}: {'passed' if check['passed'] else 'FAILED'} "
+            f"(Δ {check['delta']:+.2f} [{low:+.2f}, {high:+.2f}], p={check['p_value']:.2g}, "
+            f"{check['pairs']} pairs; {check.get('description', '')})",
+            style="" if check["passed"] else "bold red",
+            highlight=False,
+        )
     shapley = doc.get("shapley")
     if shapley:
         console.print(

@@ -589,3 +589,37 @@ def test_a_judge_outcomes_calls_go_through_the_environment():
     assert result.cost["cache_hits"] > 0  # identical transcripts are judged once
     capped = attribute(run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=5))
     assert capped.cost["llm_calls"] <= 5
+
+
+def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
+    from otelcar.attribution.refute import refute
+    from otelcar.replay import Environment
+    from otelcar.replay.engine import run_sync
+
+    scenario = synthetic.single_culprit(5, 2)
+    result = _attribute(scenario, seed=3)
+    assert result.verdict == "culprit" and result.culprit.index == 2
+    checks = {r.name: r for r in result.refutations}
+    assert set(checks) == {"placebo", "fresh seeds"} and all(r.passed for r in checks.values())
+    assert checks["placebo"].delta == 0 and checks["placebo"].pairs == 32
+    assert checks["fresh seeds"].delta > 0.5 and checks["fresh seeds"].p_value < 0.01
+    assert "Refutation (placebo and fresh seeds): passed." in result.headline()
+    data = result.to_dict()
+    jsonschema.validate(
+        data, json.loads((ROOT / "schemas" / "attribution.schema.json").read_text())
+    )
+    assert [r["name"] for r in data["refutations"]] == ["placebo", "fresh seeds"]
+    # A step that is not the culprit does not survive the recheck: the check can fail.
+    steps, registry, outcome = synthetic.build(scenario)
+    run = load_run(synthetic.TRACE_ID, steps)
+    innocent = result.steps[0]
+    checks = run_sync(
+        refute(
+            run, Environment(registry), outcome, innocent,
+            seed=3, rollouts=32, alpha=0.05, confidence=0.95,
+        )
+    )  # fmt: skip
+    recheck = next(r for r in checks if r.name == "fresh seeds")
+    assert not recheck.passed and recheck.p_value > 0.05
+    off = _attribute(scenario, seed=3, refutation=False)
+    assert off.refutations == [] and off.cost["llm_calls"] < result.cost["llm_calls"]

@@ -52,6 +52,7 @@ from otelcar.attribution.curve import (
     pick_culprit,
     point_of_no_return,
 )
+from otelcar.attribution.refute import refute
 from otelcar.attribution.result import AttributionResult
 from otelcar.attribution.sampling import extend
 from otelcar.attribution.shapley import shapley_values
@@ -126,9 +127,13 @@ async def attribute_async(
     bisect_above: int = 40,
     futility: float = 0.2,
     env: Environment | None = None,
+    refutation: bool = True,
+    refute_rollouts: int = 32,
 ) -> AttributionResult:
     """Attribute the failure of ``run`` (see the module docstring for the method).
 
+    ``refutation``: with a culprit, run its placebo and fresh-seed recheck
+    (:mod:`.refute`, ``refute_rollouts`` rollouts per plan, on seeds of their own).
     ``env``: an environment to run in (its cache and accounting, shared with the command that
     asked: the result's cost is what this attribution spent in it).
     ``rollouts``: fixed-R mode; otherwise adaptive with looks from ``first_look`` doubling to
@@ -293,6 +298,25 @@ async def attribute_async(
                 f", and {changing}: no verdict. Register the policies they lacked "
                 "([policies] in otelcar.toml), or fix what made them fail"
             )
+    refutations = []
+    if refutation and culprit is not None and culprit.index >= 0:
+        refutations = await refute(
+            run,
+            env,
+            judged,
+            culprit,
+            seed=seed,
+            rollouts=refute_rollouts,
+            alpha=alpha,
+            confidence=look_confidence,
+            concurrency=concurrency,
+        )
+        failed_checks = [r.name for r in refutations if not r.passed]
+        if failed_checks:
+            notes.append(
+                f"the culprit did not survive its refutation ({', '.join(failed_checks)}): "
+                "treat the verdict with suspicion (see `refutations`)"
+            )
     harmful = await harmful_step(run, judged)  # a judge's calls, before the cost is read
     cost = {
         **_spent(env, spent_before),
@@ -339,6 +363,7 @@ async def attribute_async(
         ties=ties,
         point_of_no_return=point_of_no_return(effects, True),
         harmful_step=harmful,
+        refutations=refutations,
         looks=done_looks,
         stop_reason=stop_reason
         if rollouts is None or stop_reason in ("budget", "bisection")

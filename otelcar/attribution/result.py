@@ -82,6 +82,7 @@ class AttributionResult:
     shapley: ShapleyResult | None = None
     notes: list[str] = field(default_factory=list)
     rollout_errors: list[str] = field(default_factory=list)
+    refutations: list[Any] = field(default_factory=list)  # refute.Refutation, culprit only
 
     def headline(self) -> str:
         """One sentence: what, where, how sure, at what cost."""
@@ -90,12 +91,23 @@ class AttributionResult:
             c = self.culprit
             where = f"step {c.step} ({c.name}" + (f", agent {c.agent}" if c.agent else "") + ")"
             tie = f"; cannot be told apart from steps {self.ties}" if self.ties else ""
+            checks = ""
+            if self.refutations:
+                passed = all(r.passed for r in self.refutations)
+                names = " and ".join(r.name for r in self.refutations)
+                checks = (
+                    f" Refutation ({names}): passed."
+                    if passed
+                    else " Refutation FAILED: "
+                    + "; ".join(r.summary() for r in self.refutations if not r.passed)
+                    + "."
+                )
             return (
                 f"Step {c.step} caused the {self.question}: committing {where} raised "
                 f"P({self.question}) by {c.delta:+.2f} "
                 f"[{c.delta_ci.low:+.2f}, {c.delta_ci.high:+.2f}] "
                 f"({self.confidence:.1%} CI, p_adj={c.p_adjusted:.2g}, {c.pairs} paired "
-                f"rollouts){tie}. Cost: {calls}."
+                f"rollouts){tie}.{checks} Cost: {calls}."
             )
         if self.verdict == "locked-in":
             target = (
@@ -154,6 +166,7 @@ class AttributionResult:
             "shapley": self.shapley.to_dict() if self.shapley else None,
             "notes": self.notes,
             "rollout_errors": self.rollout_errors[:50],
+            "refutations": [r.to_dict() for r in self.refutations],
         }
 
 
@@ -238,6 +251,23 @@ def attribution_schema_document() -> dict[str, Any]:
             "baseline": {"type": "object"},
             "steps": {"type": "array", "items": step},
             "looks": {"type": "array", "items": {"type": "integer"}},
+            "refutations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "passed", "delta", "delta_ci", "p_value", "pairs"],
+                    "properties": {
+                        "name": {"enum": ["placebo", "fresh seeds"]},
+                        "description": {"type": "string"},
+                        "pairs": {"type": "integer"},
+                        "delta": {"type": "number"},
+                        "delta_ci": interval,
+                        "p_value": {"type": "number"},
+                        "passed": {"type": "boolean"},
+                        "lost": {"type": "integer"},
+                    },
+                },
+            },
             "stop_reason": {"enum": list(STOP_REASONS)},
             "cost": {"type": "object"},
             "shapley": {"type": ["object", "null"]},

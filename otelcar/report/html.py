@@ -69,6 +69,31 @@ def _verdict(r: ReportView) -> Safe:
                 f"p (Holm) = {e.get('p_adjusted', 1):.2g}; {e.get('pairs', 0)} paired rollouts",
             ),
         ]
+        checks = a.get("refutations") or []
+        if checks:
+            pairs.append(
+                (
+                    "Refutation",
+                    join(
+                        [
+                            item
+                            for c in checks
+                            for item in (
+                                el(
+                                    "span",
+                                    f"{c['name']}: {'passed' if c['passed'] else 'FAILED'}",
+                                    class_="ok" if c["passed"] else "bad",
+                                ),
+                                f" — Δ = {number(c.get('delta'), signed=True)} "
+                                f"{interval(*(c.get('delta_ci') or [None, None]), signed=True)}, "
+                                f"p = {c.get('p_value', 1):.2g}, {c.get('pairs', 0)} pairs "
+                                f"({c.get('description', '')})",
+                                el("br"),
+                            )
+                        ][:-1]
+                    ),
+                )
+            )
     elif verdict == "locked-in":
         title = f"Locked in: re-deciding every step still ends in {question}"
         b = a.get("baseline") or {}
