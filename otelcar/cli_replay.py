@@ -209,6 +209,13 @@ def rollout_command(
     help="Check a culprit on fresh rollouts: a placebo (its recorded action done, Δ must "
     "vanish) and its effect measured again on new seeds.",
 )
+@click.option(
+    "--refute-rollouts",
+    type=click.IntRange(min=4),
+    default=32,
+    show_default=True,
+    help="Rollouts per plan of each refutation check.",
+)
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
 @click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
@@ -233,6 +240,7 @@ def attribute_command(
     shapley: bool,
     shapley_pairs: int,
     refute: bool,
+    refute_rollouts: int,
     budget: int | None,
     seed: int | None,
     credit: bool,
@@ -283,6 +291,7 @@ def attribute_command(
             on_rollout=sampler,
             mode=mode,
             refutation=refute,
+            refute_rollouts=refute_rollouts,
             shapley=shapley,
             shapley_pairs=shapley_pairs,
         )

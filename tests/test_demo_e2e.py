@@ -29,7 +29,7 @@ def demo_output(local_model_path: Path, tmp_path_factory: pytest.TempPathFactory
     out = tmp_path_factory.mktemp("demo")
     command = [sys.executable, str(DEMO), "--out", str(out), "--max-runs", "4"]
     command += ["--max-rollouts", "32", "--samples", "8"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2400)
     log = done.stdout + done.stderr
     (out / "demo.log").write_text(log)
     assert done.returncode == 0, log[-4000:]

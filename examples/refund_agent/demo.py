@@ -66,9 +66,11 @@ def _attribute_why_fix(
         budget = ["--rollouts", str(args.rollouts)]
     else:
         budget = ["--max-rollouts", str(args.max_rollouts)]
+    # Refutation on 16 rollouts per plan: enough for the culprit's recheck on the local model.
+    refute = ["--refute-rollouts", str(args.refute_rollouts)]
     code = _otelcar(
-        store, "attribute", trace_id, "-c", config, *budget, *seed, "--json", str(attribution),
-        env=env, server=server,
+        store, "attribute", trace_id, "-c", config, *budget, *seed, *refute,
+        "--json", str(attribution), env=env, server=server,
     )  # fmt: skip
     if code != 0 or not attribution.exists():
         print("attribution did not finish; see above", flush=True)
@@ -98,6 +100,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "demo-output")
     parser.add_argument("--max-runs", type=int, default=8)
     parser.add_argument("--rollouts", type=int, help="fixed rollouts per plan (default: adaptive)")
+    parser.add_argument(
+        "--refute-rollouts", type=int, default=16, help="rollouts per plan of each refutation"
+    )
     parser.add_argument(
         "--max-rollouts", type=int, default=32, help="adaptive mode: most rollouts per plan"
     )
