@@ -98,7 +98,8 @@ def test_null_case_blames_no_step_and_says_locked_in():
     result = _attribute(synthetic.null_case(5), seed=3)
     assert result.verdict == "locked-in" and result.culprit is None
     assert not any(e.significant for e in result.steps)
-    assert result.harmful_step is not None
+    # The run fails before any decision is made: no step is sent to `why` (it was step 1).
+    assert result.harmful_step is None and "--step" not in result.headline()
     assert "Locked in" in result.headline()
 
 

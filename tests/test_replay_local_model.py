@@ -38,7 +38,11 @@ def _rollouts(server, seed: int) -> list[tuple]:
     result = run_plan(
         run, Plan((Resample(1),)), Environment(registry), rollouts=1, seed=seed, concurrency=1
     )
-    assert not result.errors, result.errors
+    # A rollout the model keeps going past the horizon + slack is cut ("truncated", not
+    # judged): that is where it ends, not a failure of the replay.
+    assert all(r.status in ("final", "horizon", "truncated") for r in result.rollouts), (
+        result.errors
+    )
     assert result.cost["llm_calls"] >= 1
     return [[(d.origin, d.action) for d in r.decisions] for r in result.rollouts]
 

@@ -91,8 +91,16 @@ class Negated:
 
 
 async def harmful_step(run: RecordedRun, outcome: Outcome) -> int | None:
-    """The first decision after whose tool calls the recorded prefix already fails."""
+    """The first decision after whose tool calls the recorded prefix already fails; ``None``
+    when the prefix before any decision fails already (no decision made it fail: a null
+    trace), or none does."""
     steps = run.steps.sort("step")
+    if run.decisions:
+        try:
+            if await outcome.failed(steps.filter(pl.col("step") < run.decisions[0].step)):
+                return None
+        except Exception:
+            pass
     for decision in run.decisions:
         last = decision.step
         tool_rows = steps.filter(pl.col("call_step") == decision.step)["step"].to_list()

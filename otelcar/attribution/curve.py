@@ -318,7 +318,7 @@ def separated(
 def detectable_effect(looks: Sequence[int], threshold: float) -> float:
     """The smallest Δ an exact McNemar test at ``threshold`` can detect with ``looks[-1]``
     pairs: every discordant pair favourable needs ``b`` pairs with ``0.5^b ≤ threshold``."""
-    if not looks or threshold <= 0:
+    if not looks or looks[-1] <= 0 or threshold <= 0:
         return 0.0
     needed = max(1, math.ceil(math.log2(1 / threshold)))
     return min(1.0, needed / looks[-1])
