@@ -33,7 +33,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -500,7 +500,7 @@ def losses_could_change(
     lost: dict[int, int],
     alpha: float,
     *,
-    future: list[tuple[int, float]] = (),  # type: ignore[assignment]
+    future: Sequence[tuple[int, float]] = (),
     futility: float = 0.0,
 ) -> str | None:
     """Why the verdict could change had the lost pairs been judged, else ``None``.

@@ -93,20 +93,17 @@ async def refute(
             rollouts,
             concurrency,
         )
-        contrast = _contrast(a, b, confidence)
-        two_sided = min(
-            1.0,
-            2 * min(mcnemar_exact_greater(*contrast[3]), mcnemar_exact_greater(*contrast[3][::-1])),
-        )
+        pairs, delta, ci, (only_a, only_b) = _contrast(a, b, confidence)
+        either = min(mcnemar_exact_greater(only_a, only_b), mcnemar_exact_greater(only_b, only_a))
         out.append(
             Refutation(
                 "placebo",
                 f"step {decision.step} done at its recorded action vs held at it (same actions)",
-                contrast[0],
-                contrast[1],
-                contrast[2],
-                two_sided,
-                contrast[2].low <= 0.0 <= contrast[2].high,
+                pairs,
+                delta,
+                ci,
+                min(1.0, 2 * either),  # two-sided: an effect either way refutes
+                ci.low <= 0.0 <= ci.high,
                 lost,
             )
         )

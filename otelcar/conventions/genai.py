@@ -32,7 +32,7 @@ from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.python_reprs import repr_class, tool_call_from_repr
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import literal_value, loads_value
+from otelcar.ingest.jsontext import json_or_literal, loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "otel-genai"
@@ -584,13 +584,11 @@ def _loose_list(text: Any) -> list[Any] | None:
         return text
     if not isinstance(text, str):
         return None
-    for parse in (loads_value, literal_value):
-        try:
-            value = parse(text)
-        except (ValueError, SyntaxError):
-            continue
-        return value if isinstance(value, list) else [value]
-    return None
+    try:
+        value = json_or_literal(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else [value]
 
 
 def _span_event_content(span: SpanFrame, mapped: MappedSpan, versions: list[str]) -> None:

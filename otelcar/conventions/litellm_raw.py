@@ -22,7 +22,7 @@ from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, tool_definitions
 from otelcar.conventions.openai_shapes import read_reply, request_params, usage_object
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import literal_value, loads_value
+from otelcar.ingest.jsontext import json_or_literal
 
 NAME = "litellm-raw"
 PRIORITY = 12  # before OpenLLMetry and GenAI, which claim any llm.* / gen_ai.* span
@@ -44,12 +44,10 @@ def _value(raw: Any) -> Any:
     """A payload attribute: JSON, else a Python literal, else the text itself."""
     if not isinstance(raw, str):
         return raw
-    for parse in (loads_value, literal_value):
-        try:
-            return parse(raw)
-        except (ValueError, SyntaxError):
-            continue
-    return raw
+    try:
+        return json_or_literal(raw)
+    except ValueError:
+        return raw
 
 
 class LiteLLMRawMapper:

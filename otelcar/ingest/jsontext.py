@@ -79,6 +79,17 @@ def literal_value(text: str) -> Any:
     return repair(value)[0] if _may_hold_surrogates(text) else value
 
 
+def json_or_literal(text: str) -> Any:
+    """``text`` as JSON, else as a Python literal (the ``repr`` form some producers write);
+    ``ValueError`` when it is neither."""
+    for parse in (loads_value, literal_value):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError):
+            continue
+    raise ValueError("neither JSON nor a Python literal")
+
+
 def _may_hold_surrogates(payload: bytes | str) -> bool:
     """Cheap pre-check: could decoding ``payload`` give a string with a surrogate?"""
     if isinstance(payload, str):

@@ -193,8 +193,12 @@ class EnvironmentPolicy:
 
 
 def _bound(value: Any, env: Environment) -> Any:
+    """``value`` bound to ``env`` (see :meth:`Environment.bind`): an LLM policy wrapped, a
+    dataclass with every field bound (tuples item by item), anything else as it is."""
     if isinstance(value, EnvironmentPolicy):
         return value if value.env is env else EnvironmentPolicy(value.inner, env)
+    if hasattr(value, "decide") and not hasattr(value, "failed"):
+        return EnvironmentPolicy(value, env)
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         return value
     changes: dict[str, Any] = {}
@@ -202,17 +206,11 @@ def _bound(value: Any, env: Environment) -> Any:
         current = getattr(value, item.name)
         if isinstance(current, tuple):
             new = tuple(_bound(v, env) for v in current)
-        elif hasattr(current, "decide") and not hasattr(current, "failed"):
-            new = (
-                _bound(current, env)
-                if isinstance(current, EnvironmentPolicy)
-                else (EnvironmentPolicy(current, env))
-            )
-        elif hasattr(current, "failed"):
-            new = _bound(current, env)
+            changed = any(n is not c for n, c in zip(new, current, strict=True))
         else:
-            continue
-        if new is not current:
+            new = _bound(current, env)
+            changed = new is not current
+        if changed:
             changes[item.name] = new
     return dataclasses.replace(value, **changes) if changes else value
 
