@@ -624,3 +624,50 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     assert not recheck.passed and recheck.p_value > 0.05
     off = _attribute(scenario, seed=3, refutation=False)
     assert off.refutations == [] and off.cost["llm_calls"] < result.cost["llm_calls"]
+
+
+def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
+    """Simulated nulls through the real bisection (search, monotonicity check, confirmation
+    looks): every plan's rollouts are independent fair coins on a 48-decision run, so no step
+    has an effect. The jump the search picks is the one that looks largest; confirming it on
+    fresh rollouts keeps the false blames under alpha (with a binomial margin), while testing
+    it on the rollouts that chose it (the design before) blames far more often."""
+    import asyncio
+    import random
+
+    from otelcar.attribution.bisection import Bisection, bisect
+
+    m, looks, alpha, runs = 48, [8, 16, 32, 64], 0.05, 400
+    run = _fake_run(m)
+
+    def arm(name: str, seed: int):
+        outcomes = _outcomes({k: [] for k in range(-1, m)})
+
+        async def sample(k: int, upto: int) -> None:
+            plan = outcomes[k]
+            for r in range(len(plan.failures), upto):
+                plan.failures[r] = random.Random(f"{name}:{seed}:{k}:{r}").random() < 0.5
+                plan.repeated_first[r] = False
+
+        return outcomes, sample
+
+    def blames(seed: int, fresh: bool) -> tuple[bool, bool]:
+        search, sample_search = arm("search", seed)
+        confirm, sample_confirm = arm("confirm", seed) if fresh else (search, sample_search)
+        found = asyncio.run(
+            bisect(run, search, sample_search, confirm, sample_confirm, looks=looks, alpha=alpha)
+        )
+        confirmed = isinstance(found, Bisection)
+        return confirmed and found.effects[0].significant, confirmed
+
+    valid = [blames(seed, fresh=True) for seed in range(runs)]
+    naive = [blames(seed, fresh=False) for seed in range(runs)]
+    margin = alpha * runs + 2.33 * (alpha * (1 - alpha) * runs) ** 0.5  # 99% binomial margin
+    assert sum(b for b, _ in valid) <= margin
+    # The same-rollout design: of the nulls whose search reached a confirmation, far more
+    # than alpha are blamed (15 of 75 at these seeds; fresh rollouts: 1 of 15).
+    naive_blamed, naive_confirmed = sum(b for b, _ in naive), sum(c for _, c in naive)
+    assert naive_blamed > 2 * alpha * naive_confirmed
+    assert naive_blamed > 3 * sum(b for b, _ in valid)
+    # More than half of the nulls show no rise between the ends: the full curve then runs.
+    assert 0.5 * runs < sum(not confirmed for _, confirmed in valid)

@@ -28,8 +28,6 @@ Method (DESIGN.md §6; ``docs/attribution.md``):
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
 import time
 from collections import Counter
@@ -39,6 +37,7 @@ from typing import Any
 
 import polars as pl
 
+from otelcar.attribution.bisection import bisect
 from otelcar.attribution.curve import (
     Baseline,
     PlanOutcomes,
@@ -55,6 +54,7 @@ from otelcar.attribution.curve import (
 from otelcar.attribution.refute import refute
 from otelcar.attribution.result import AttributionResult
 from otelcar.attribution.sampling import extend
+from otelcar.attribution.seeds import SeedSpace
 from otelcar.attribution.shapley import shapley_values
 from otelcar.attribution.stats import (
     look_schedule,
@@ -62,7 +62,6 @@ from otelcar.attribution.stats import (
     rejection_chance,
     spending_schedule,
     stage_of,
-    wilson,
 )
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
@@ -207,28 +206,48 @@ async def attribute_async(
     curve_alpha = alpha / 2 if use_bisect else alpha
     spend = spending_schedule(curve_alpha, looks, run.horizon)
     look_confidence = 1 - max(spend)
+    confirm = {k: PlanOutcomes() for k in plans}  # bisection's confirmation arm
+    read_from = outcomes  # the outcomes the effects were estimated from
     if use_bisect:
-        found = await _bisect(
+        confirm_seed = SeedSpace(seed).stage("bisect.confirm")
+
+        def arm(target: dict[int, PlanOutcomes], arm_seed: int):
+            async def sample(k: int, upto: int) -> None:
+                await extend(
+                    run,
+                    plans,
+                    target,
+                    env,
+                    upto=upto,
+                    needed={k},
+                    seed=arm_seed,
+                    outcome=judged,
+                    concurrency=concurrency,
+                    on_rollout=on_rollout,
+                )
+
+            return sample
+
+        found = await bisect(
             run,
-            plans,
             outcomes,
-            env,
+            arm(outcomes, seed),
+            confirm,
+            arm(confirm, confirm_seed),
             looks=looks,
-            alpha=alpha,
-            seed=seed,
-            outcome=judged,
-            concurrency=concurrency,
-            on_rollout=on_rollout,
+            alpha=alpha / 2,
         )
         if isinstance(found, str):
             notes.append(f"bisection fell back to the full curve: {found}")
         else:
-            baseline, effects, searched, done_looks, look_confidence = found
+            baseline, effects, read_from = found.baseline, found.effects, found.outcomes
+            done_looks, look_confidence = found.looks, found.confidence
             looks = []
             stop_reason = "bisection"
             notes.append(
-                f"bisection: {searched} plans evaluated out of {len(plans)}; only the "
-                "culprit's row has an effect estimate"
+                f"bisection: {found.searched} plans evaluated out of {len(plans)}, the jump "
+                "confirmed on fresh rollouts of its two plans; only the culprit's row has an "
+                "effect estimate"
             )
     if looks:
 
@@ -267,7 +286,7 @@ async def attribute_async(
                 f"{futility:.0%} chance left of becoming significant"
             )
     assert baseline is not None and effects is not None
-    culprit, ties = pick_culprit(effects, outcomes, look_confidence)
+    culprit, ties = pick_culprit(effects, read_from, look_confidence)
     floor = detectable_effect(done_looks or [0], spend[-1] / max(1, run.horizon))
     unexplored = [e.step for e in effects if e.repeats_recorded and not bound_closes(e, floor)]
     if culprit is not None:
@@ -284,9 +303,10 @@ async def attribute_async(
             "effect is bounded (±u in the table), not known to be 0; more rollouts "
             "(--max-rollouts) would tell"
         )
-    errors = [e for o in outcomes.values() for e in o.errors]
+    arms = [*outcomes.values(), *confirm.values()]
+    errors = [e for o in arms for e in o.errors]
     if errors:
-        lost = lost_pairs(effects, outcomes, done_looks)
+        lost = lost_pairs(effects, read_from, done_looks)
         by_step = ", ".join(f"step {e.step}: {lost[e.index]}" for e in effects if lost[e.index])
         notes.append(
             f"{len(errors)} rollouts failed and were left out of the estimates"
@@ -329,7 +349,7 @@ async def attribute_async(
     cost = {
         **_spent(env, spent_before),
         "wall_s": round(time.perf_counter() - started, 3),
-        "rollouts": sum(len(o.failures) for o in outcomes.values()),
+        "rollouts": sum(len(o.failures) for o in arms),
     }
     shapley_result = None
     if shapley:
@@ -548,93 +568,3 @@ def attribute(run: RecordedRun, **options: Any) -> AttributionResult:
     from otelcar.replay.engine import run_sync
 
     return run_sync(attribute_async(run, **options))
-
-
-async def _bisect(
-    run: RecordedRun,
-    plans: dict,
-    outcomes: dict,
-    env: Environment,
-    *,
-    looks: list[int],
-    alpha: float,
-    seed: int,
-    outcome: Outcome,
-    concurrency: int,
-    on_rollout: Callable[[Rollout], None] | None,
-) -> tuple[Any, list, int, list[int], float] | str:
-    """Find the largest jump of a monotone commitment curve with O(log n) plans.
-
-    The search evaluates plans at the second look's rollouts (the first in fixed-R mode);
-    the jump found is then tested at the remaining looks (more rollouts of its two plans only,
-    until it is significant), with ``alpha / 2`` Bonferroni-split over the most plans a search
-    can evaluate and over those looks. Returns the reason instead when the ends show no rise,
-    the evaluated points are not monotone, or the jump is less than half of the total rise
-    (then it need not be the largest): the caller runs the full curve.
-    """
-    search = looks[min(1, len(looks) - 1)]
-    test_looks = [upto for upto in looks if upto >= search]
-
-    async def q(k: int, upto: int = search) -> float:
-        await extend(
-            run,
-            plans,
-            outcomes,
-            env,
-            upto=upto,
-            needed={k},
-            seed=seed,
-            outcome=outcome,
-            concurrency=concurrency,
-            on_rollout=on_rollout,
-        )
-        judged = outcomes[k].judged
-        return sum(judged) / len(judged) if judged else float("nan")
-
-    lo, hi = -1, run.horizon - 1
-    q_lo, q_hi = await q(lo), await q(hi)
-    if not q_hi > q_lo:
-        return f"no rise between the ends (q_start {q_lo:.2f}, q_factual {q_hi:.2f})"
-    evaluated = {lo: q_lo, hi: q_hi}
-    target = (q_lo + q_hi) / 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        evaluated[mid] = await q(mid)
-        if evaluated[mid] >= target:
-            hi = mid
-        else:
-            lo = mid
-    await q(hi - 1)
-    points = sorted(evaluated)
-    level = 1 - alpha / 2 / len(test_looks)
-    for a, b in itertools.pairwise(points):
-        fa, fb = outcomes[a].judged, outcomes[b].judged
-        if wilson(sum(fb), len(fb), level).high < wilson(sum(fa), len(fa), level).low:
-            return "the evaluated points are not monotone"
-    searched = len(evaluated) + 1
-    most = 3 + math.ceil(math.log2(run.horizon + 1))  # the ends, the midpoints, hi - 1
-    share = alpha / 2 / most / len(test_looks)
-    spend = [share] * len(test_looks)
-    confidence = 1 - share
-    done: list[int] = []
-    for upto in test_looks:
-        if upto > search:
-            await q(hi - 1, upto)
-            await q(hi, upto)
-        done.append(upto)
-        baseline, effects = estimate(
-            run,
-            outcomes,
-            alpha=alpha,
-            looks=test_looks,
-            spend=spend,
-            confidence=confidence,
-            only={hi},
-        )
-        jump = effects[0]
-        rise = evaluated[run.horizon - 1] - evaluated[-1]
-        if jump.delta < rise / 2:
-            return f"the jump found ({jump.delta:.2f}) is less than half the rise ({rise:.2f})"
-        if jump.significant:
-            break
-    return baseline, effects, searched, done, confidence

@@ -9,7 +9,8 @@ accident of the cache. Stage names in use: ``why`` and ``attribute`` (the user's
 so results stay what they were), ``culprit`` (the attribution ``why``/``fix --step culprit``
 run to choose the step: why's samples then do not reuse the rollouts that chose it),
 ``fix.validate`` (decision-level validation, with its own base arm), ``fix.forward``
-(forward rollouts, fixed and unfixed).
+(forward rollouts, fixed and unfixed), ``bisect.confirm`` (the bisection's confirmation of
+the jump it chose), ``refute.placebo`` and ``refute.recheck`` (the culprit's refutation).
 """
 
 from __future__ import annotations
