@@ -9,6 +9,7 @@ the user's request it asks. Every answer below is known by construction.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import subprocess
@@ -445,6 +446,76 @@ def test_a_rule_the_agent_ignores_fails():
     assert verdicts["untrusted"] == verdicts["guard"] == verdicts["both"] == "FAIL"
     assert verdicts["source"] == "PASS" and result.best == "source"
     assert verdicts["forced"] == "UNTESTED"  # a forced action needs --forward
+
+
+def null_agent(rate: float):
+    """A refund agent whose decision at step 4 ignores its context: issue_refund with
+    probability ``rate``, else escalate. Every draw is seeded by the seed *and* the context
+    (as a real model's draw changes with its context), so an arm with an edited context makes
+    draws independent of the base arm's: no text matters, and any confirmed piece or
+    validated fix is a false finding."""
+
+    def decide(request) -> Message:
+        messages = request.messages
+        if not any(m.role == "assistant" for m in messages):
+            return Message("assistant", None, (LOOKUP, SEARCH))
+        if messages[-1].role == "tool" and messages[-1].tool_call_id in ("c3", "c4"):
+            return Message("assistant", "Done.")
+        text = "\n".join(m.content or "" for m in messages)
+        digest = hashlib.sha256(f"{request.seed}:{text}".encode()).digest()
+        draw = random.Random(digest).random()
+        return Message("assistant", None, (REFUND if draw < rate else ESCALATE,))
+
+    return decide
+
+
+NULL_RUNS = 400
+ALPHA = 0.05
+# A 99 % binomial margin over alpha: a calibrated design stays below it.
+NULL_MARGIN = ALPHA * NULL_RUNS + 2.33 * (ALPHA * (1 - ALPHA) * NULL_RUNS) ** 0.5
+RULES = ("untrusted", "guard", "both")
+
+
+def test_why_and_fix_are_calibrated_on_400_nulls():
+    """400 null runs (base rates 0.8 and 0.5, the intermittent design, alternating): ``why``
+    confirms a piece of the context (any test of its search, causes or prerequisites) and
+    ``fix`` validates a prompt rule (PASS or PART) each in at most alpha of them."""
+    run = run_of()
+    confirmed = validated = intermittent = 0
+    for seed in range(NULL_RUNS):
+        rate = 0.8 if seed % 2 == 0 else 0.5
+        result = fix(run, step=4, registry=registry(null_agent(rate)), seed=seed)
+        confirmed += any(t.verdict == "confirmed" for t in result.why.tests)
+        validated += any(
+            c.decision.verdict in ("PASS", "PART") for c in result.candidates if c.kind in RULES
+        )
+        intermittent += result.why.intermittent
+    assert confirmed <= NULL_MARGIN and validated <= NULL_MARGIN, (confirmed, validated)
+    assert intermittent >= NULL_RUNS / 3  # the larger-arm design was exercised
+
+
+@pytest.mark.slow
+def test_forward_validation_is_calibrated_on_400_nulls():
+    """Forward validation on the same nulls: a prompt rule the agent ignores does not lower
+    the run's failure rate, and is validated forward in at most alpha of 400 runs. (The
+    forced escalation does prevent the refund: it is a real effect and not counted.)"""
+    run = run_of()
+    validated = 0
+    for seed in range(NULL_RUNS):
+        rate = 0.8 if seed % 2 == 0 else 0.5
+        result = fix(
+            run,
+            step=4,
+            registry=registry(null_agent(rate)),
+            seed=seed,
+            outcome=ToolCalled("issue_refund"),
+            forward=True,
+            rollouts=10,
+        )
+        validated += any(
+            c.forward.verdict in ("PASS", "PART") for c in result.candidates if c.kind in RULES
+        )
+    assert validated <= NULL_MARGIN, validated
 
 
 # -- regression tests and the CLI --------------------------------------------------------------
