@@ -58,14 +58,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from otelcar.attribution.context import why_async
-from otelcar.attribution.decisions import (
-    Sampler,
-    describe_action,
+from otelcar.attribution.context.decisions import (
+    decision_sampler,
     label_of,
     same_decision,
 )
-from otelcar.attribution.pieces import (
+from otelcar.attribution.context.pieces import (
     Piece,
     action_text,
     apply_edits,
@@ -74,6 +72,8 @@ from otelcar.attribution.pieces import (
     overlap,
     top_level,
 )
+from otelcar.attribution.context.why import why_async
+from otelcar.attribution.experiment.redecisions import describe_action
 from otelcar.attribution.scripted import Turn, conversation_steps
 from otelcar.messages import Message, ToolCall
 from otelcar.policies import CallableLLMPolicy, DecisionRequest, PolicyRegistry
@@ -458,7 +458,7 @@ def plant_form(sentence: str, form: str) -> str:
 def _insert(document: str, sentence: str, rng: random.Random) -> str:
     """``sentence`` at a random sentence boundary of ``document`` (paragraph starts and ends
     included)."""
-    from otelcar.attribution.pieces import sentences
+    from otelcar.attribution.context.pieces import sentences
 
     paragraphs = document.split("\n\n")
     index = rng.randrange(1, len(paragraphs)) if len(paragraphs) > 1 else 0
@@ -643,7 +643,7 @@ async def run_why(case: Case, run, decision) -> Score:
 async def run_loo(case: Case, run, decision) -> Score:
     env = Environment(registry_of(case))
     rule = same_decision(SAME, decision.action, env.registry)
-    sampler = Sampler(run, decision, env, rule, seed=case.number)
+    sampler = decision_sampler(run, decision, env, rule, seed=case.number)
     context = decision.context
     base = await sampler.ensure([], 10)
     leaves = [leaf for piece in top_level(context) for leaf in finest(piece, context)]

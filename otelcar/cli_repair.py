@@ -1,6 +1,6 @@
 """``otelcar why``, ``otelcar fix`` and ``otelcar test``: parse options, call
-:mod:`otelcar.attribution.context`, :mod:`otelcar.attribution.repair` and
-:mod:`otelcar.attribution.regression`, print. Registered in :mod:`otelcar.cli`."""
+:mod:`otelcar.attribution.context.why`, :mod:`otelcar.attribution.fixes.fix` and
+:mod:`otelcar.attribution.fixes.regression`, print. Registered in :mod:`otelcar.cli`."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from otelcar.cli_options import (
 from otelcar.cost import policy_calls_text
 
 if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
-    from otelcar.attribution.fix_result import FixResult
-    from otelcar.attribution.why_result import WhyResult
+    from otelcar.attribution.context.result import WhyResult
+    from otelcar.attribution.fixes.result import FixResult
 
 CONFIG_HELP = "otelcar.toml with the policies (and the outcome, for --step culprit/--forward)."
 SAME_HELP = (
@@ -244,7 +244,7 @@ def why_command(
     tests under an online multiplicity correction, narrows each to the smallest part that
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
-    from otelcar.attribution.context import why
+    from otelcar.attribution.context.why import why
     from otelcar.cli_common import console as _console
     from otelcar.replay import Budget
 
@@ -343,8 +343,8 @@ def fix_command(
     the unfixed rate (PASS / PART / FAIL), and with --forward rolled out through the rest of
     the run against the outcome. --write-test writes a pytest file that keeps it fixed.
     """
-    from otelcar.attribution.regression import write_regression_test
-    from otelcar.attribution.repair import FixError, fix
+    from otelcar.attribution.fixes.fix import FixError, fix
+    from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli_common import console as _console
     from otelcar.replay import Budget
 
@@ -454,9 +454,9 @@ def test_command(
     failed context against the live policy and fails while the bug is there."""
     import asyncio
 
-    from otelcar.attribution.context import resolve_step
-    from otelcar.attribution.decisions import same_decision
-    from otelcar.attribution.regression import write_regression_test
+    from otelcar.attribution.context.decisions import same_decision
+    from otelcar.attribution.context.why import resolve_step
+    from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli_common import console as _console
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)

@@ -9,11 +9,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from otelcar.attribution.aggregate import aggregate_schema_document
-from otelcar.attribution.fix_result import fix_schema_document
-from otelcar.attribution.result import attribution_schema_document
-from otelcar.attribution.why_result import why_schema_document
 from otelcar.project_config import config_schema_document
+from otelcar.report.schemas import (
+    aggregate_schema_document,
+    attribution_schema_document,
+    fix_schema_document,
+    why_schema_document,
+)
 from otelcar.schema import (
     message_schema_document,
     show_schema_document,

@@ -281,7 +281,7 @@ def _fake_run(m: int):
 
 
 def _outcomes(rows: dict[int, list[bool]], repeated: dict[int, bool] | None = None):
-    from otelcar.attribution.curve import PlanOutcomes
+    from otelcar.attribution.experiment.rollouts import PlanOutcomes
 
     result = {}
     for k, failures in rows.items():
@@ -306,7 +306,7 @@ def test_spending_puts_no_alpha_on_looks_that_cannot_reject():
 
     # A step is tested at the alpha of the look its pairs belong to: 8 perfect pairs (stage 0)
     # are not significant, 16 are, and p_adjusted carries Holm and the spending.
-    from otelcar.attribution.curve import estimate
+    from otelcar.attribution.steps.curve import estimate
 
     run = _fake_run(2)
     base = [False] * 16
@@ -376,7 +376,7 @@ def test_steps_that_repeat_their_recorded_action_are_bounded_and_cost_little_mor
 def test_paired_contrasts_separate_a_culprit_that_marginal_intervals_cannot():
     """The culprit's Δ is large, another step's is small; with 16 pairs their marginal
     (Newcombe) intervals overlap, the paired contrast of the two Δs does not."""
-    from otelcar.attribution.curve import contrast, estimate, separated
+    from otelcar.attribution.steps.curve import contrast, estimate, separated
 
     run = _fake_run(4)
     r = 16
@@ -398,7 +398,7 @@ def test_paired_contrasts_separate_a_culprit_that_marginal_intervals_cannot():
 def test_factual_slots_are_judged_as_their_own_rollouts():
     """The factual replay runs once; slot r is judged on its table relabelled as rollout r,
     identical to what replaying rollout r of the factual plan gives."""
-    from otelcar.attribution.sampling import as_rollout
+    from otelcar.attribution.experiment.rollouts import as_rollout
     from otelcar.replay import Environment, Plan, rollout_steps, run_plan
 
     steps, registry, _ = synthetic.build(synthetic.single_culprit(4, 1))
@@ -459,7 +459,7 @@ def test_sequential_design_keeps_the_family_wise_error_under_alpha():
     import asyncio
     import random
 
-    from otelcar.attribution.api import sequential
+    from otelcar.attribution.steps.attribute import sequential
 
     looks, m = [8, 16, 32, 64], 4
     run = _fake_run(m)
@@ -520,7 +520,7 @@ def test_rollouts_lost_to_a_forgotten_tool_policy_refuse_a_verdict_they_could_ch
 
 
 def test_tools_no_policy_covers_are_listed_before_any_rollout():
-    from otelcar.attribution.api import tools_without_policy
+    from otelcar.attribution.steps.attribute import tools_without_policy
     from otelcar.policies import PolicyRegistry
 
     steps, full, _ = synthetic.build(synthetic.single_culprit(3, 1))
@@ -593,7 +593,7 @@ def test_a_judge_outcomes_calls_go_through_the_environment():
 
 
 def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
-    from otelcar.attribution.refute import refute
+    from otelcar.attribution.steps.refute import refute
     from otelcar.replay import Environment
     from otelcar.replay.engine import run_sync
 
@@ -635,7 +635,7 @@ def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
     import asyncio
     import random
 
-    from otelcar.attribution.bisection import Bisection, bisect
+    from otelcar.attribution.steps.bisection import Bisection, bisect
 
     m, looks, alpha, runs = 48, [8, 16, 32, 64], 0.05, 400
     run = _fake_run(m)
@@ -671,3 +671,30 @@ def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
     assert naive_blamed > 3 * sum(b for b, _ in valid)
     # More than half of the nulls show no rise between the ends: the full curve then runs.
     assert 0.5 * runs < sum(not confirmed for _, confirmed in valid)
+
+
+def test_one_contrast_for_every_estimator_paired_and_unpaired():
+    """The experiment layer's contrast gives the statistics each design used before it: the
+    paired one McNemar and Newcombe's paired interval on the pairs two arms drew with the same
+    seeds, the unpaired one Fisher and Newcombe's unpaired interval."""
+    from scipy.stats import fisher_exact
+
+    from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+
+    pairs = Pairs.of({0: True, 1: True, 2: False, 3: None, 4: True}, {0: True, 1: False, 2: False})
+    assert (pairs.both, pairs.only_b, pairs.only_a, pairs.neither, pairs.n) == (1, 1, 0, 1, 3)
+    assert Pairs.of({0: True, 1: True}, {0: False, 1: False}, upto=1).n == 1
+    counts = Pairs(both=5, only_b=9, only_a=1, neither=5)
+    effect = paired(counts, 0.95)
+    assert effect.difference == pytest.approx(8 / 20)
+    assert effect.p_greater == pytest.approx(mcnemar_exact_greater(9, 1))
+    assert effect.p_less == pytest.approx(mcnemar_exact_greater(1, 9))
+    assert effect.interval == newcombe_paired(5, 9, 1, 5, 0.95)
+    assert effect.p_two_sided == pytest.approx(min(1.0, 2 * effect.p_greater))
+    assert paired(Pairs()).p_greater == 1.0 and paired(Pairs()).interval.low == -1.0
+    drop = unpaired(9, 10, 2, 10, 0.95)  # B (an edited context) repeats less than A (base)
+    assert drop.difference == pytest.approx(-0.7)
+    table = [[9, 1], [2, 8]]
+    assert drop.p_less == pytest.approx(fisher_exact(table, alternative="greater").pvalue)
+    assert drop.p_greater > 0.99 and drop.interval == newcombe_unpaired(9, 10, 2, 10, 0.95)
+    assert unpaired(0, 0, 3, 5).p_less == 1.0

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from otelcar import read_otlp, synthetic
 from otelcar.attribution import attribute
 from otelcar.attribution.aggregate import attribute_traces
-from otelcar.attribution.curve import curve_plans
+from otelcar.attribution.steps.curve import curve_plans
 from otelcar.cli import cli
 from otelcar.executors import LocalExecutor, use_executor
 from otelcar.executors.ray_executor import RayExecutor

@@ -21,9 +21,8 @@ import pytest
 from click.testing import CliRunner
 from scipy.stats import fisher_exact
 
-from otelcar.attribution.context import Fallback, WhyError, fisher_greater, why
-from otelcar.attribution.decisions import classify
-from otelcar.attribution.pieces import (
+from otelcar.attribution.context.decisions import classify
+from otelcar.attribution.context.pieces import (
     MARKER,
     apply_edits,
     children,
@@ -31,9 +30,11 @@ from otelcar.attribution.pieces import (
     sentences,
     top_level,
 )
-from otelcar.attribution.regression import write_regression_test
-from otelcar.attribution.repair import UNTRUSTED_RULE, fix
+from otelcar.attribution.context.why import Fallback, WhyError, why
+from otelcar.attribution.fixes.fix import UNTRUSTED_RULE, fix
+from otelcar.attribution.fixes.regression import write_regression_test
 from otelcar.attribution.scripted import Turn, conversation_steps
+from otelcar.attribution.stats import fisher_exact_greater
 from otelcar.cli import cli
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
@@ -216,8 +217,8 @@ def test_what_the_agent_did_instead_is_classified():
 
 
 def test_statistics_fisher_and_the_online_fallback_levels():
-    assert fisher_greater(10, 10, 0, 10) == pytest.approx(5.4125e-6, rel=1e-3)
-    assert fisher_greater(9, 40, 0, 40) == pytest.approx(
+    assert fisher_exact_greater(10, 10, 0, 10) == pytest.approx(5.4125e-6, rel=1e-3)
+    assert fisher_exact_greater(9, 40, 0, 40) == pytest.approx(
         fisher_exact([[9, 31], [0, 40]], alternative="greater").pvalue
     )
     fallback = Fallback(alpha=0.05, max_tests=100)
@@ -294,8 +295,8 @@ def test_redundant_copies_are_found_only_jointly():
 def test_a_pair_keeps_only_the_members_it_needs():
     import asyncio
 
-    from otelcar.attribution.context import _Search
-    from otelcar.attribution.decisions import Sampler, same_decision
+    from otelcar.attribution.context.decisions import decision_sampler, same_decision
+    from otelcar.attribution.context.why import _Search
     from otelcar.replay import Environment
 
     def members(document, policy):
@@ -320,7 +321,7 @@ def test_a_pair_keeps_only_the_members_it_needs():
             "batch": 4,
             "confidence": 0.95,
         }
-        search = _Search(Sampler(run, decision, env, rule, seed=7), **options)
+        search = _Search(decision_sampler(run, decision, env, rule, seed=7), **options)
         context = decision.context
         article = top_level(context)[3]
         texts = [s for p in children(article, context) for s in children(p, context)]

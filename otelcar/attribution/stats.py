@@ -105,6 +105,12 @@ def mcnemar_exact_greater(only_b: int, only_a: int) -> float:
     return float(stats.binom.sf(only_b - 1, discordant, 0.5))
 
 
+def fisher_exact_greater(x1: int, n1: int, x2: int, n2: int) -> float:
+    """One-sided Fisher exact p-value for H1: ``x1/n1 > x2/n2`` (independent samples)."""
+    table = [[x1, n1 - x1], [x2, n2 - x2]]
+    return float(stats.fisher_exact(table, alternative="greater").pvalue)
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values (same order as given)."""
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])

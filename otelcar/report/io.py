@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from otelcar.attribution.aggregate import AGGREGATE_VERSION
-from otelcar.attribution.result import RESULT_VERSION
+from otelcar.attribution.steps.result import RESULT_VERSION
 from otelcar.errors import OtelcarError
 
 # kind → the version this otelcar writes and reads; kinds not listed (why, fix, …) are read

@@ -1,7 +1,7 @@
 """Refutation of a culprit: two checks that a real effect passes and an artifact fails.
 
 Kept apart from the estimate (DoWhy's estimand → estimate → refutation), each on draws of its
-own (:class:`~otelcar.attribution.seeds.SeedSpace` stages ``refute.placebo`` and
+own (:class:`~otelcar.attribution.experiment.seeds.SeedSpace` stages ``refute.placebo`` and
 ``refute.recheck``), so neither reuses the rollouts that chose the culprit:
 
 - **placebo** — the culprit's decision is *done* at its recorded action
@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from otelcar.attribution.curve import StepEffect, curve_plans
-from otelcar.attribution.seeds import SeedSpace
-from otelcar.attribution.stats import Interval, mcnemar_exact_greater, newcombe_paired
+from otelcar.attribution.experiment.contrast import Pairs, paired
+from otelcar.attribution.experiment.seeds import SeedSpace
+from otelcar.attribution.stats import Interval
+from otelcar.attribution.steps.curve import StepEffect, curve_plans
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment
@@ -93,17 +94,16 @@ async def refute(
             rollouts,
             concurrency,
         )
-        pairs, delta, ci, (only_a, only_b) = _contrast(a, b, confidence)
-        either = min(mcnemar_exact_greater(only_a, only_b), mcnemar_exact_greater(only_b, only_a))
+        placebo_effect = paired(Pairs.of(a, b), confidence)
         out.append(
             Refutation(
                 "placebo",
                 f"step {decision.step} done at its recorded action vs held at it (same actions)",
-                pairs,
-                delta,
-                ci,
-                min(1.0, 2 * either),  # two-sided: an effect either way refutes
-                ci.low <= 0.0 <= ci.high,
+                placebo_effect.n,
+                placebo_effect.difference,
+                placebo_effect.interval,
+                placebo_effect.p_two_sided,  # an effect either way refutes
+                placebo_effect.interval.low <= 0.0 <= placebo_effect.interval.high,
                 lost,
             )
         )
@@ -117,17 +117,16 @@ async def refute(
         rollouts,
         concurrency,
     )
-    pairs, delta, ci, (only_now, only_before) = _contrast(now, before, confidence)
-    p = mcnemar_exact_greater(only_now, only_before)
+    recheck = paired(Pairs.of(now, before), confidence)
     out.append(
         Refutation(
             "fresh seeds",
             f"step {decision.step}'s effect measured again on new rollouts",
-            pairs,
-            delta,
-            ci,
-            p,
-            p <= alpha and delta > 0,
+            recheck.n,
+            recheck.difference,
+            recheck.interval,
+            recheck.p_greater,
+            recheck.p_greater <= alpha and recheck.difference > 0,
             lost,
         )
     )
@@ -163,21 +162,3 @@ async def _pairs(
     ]
     lost = sum(1 for res in results for f in res.failures if f is None)
     return judged[0], judged[1], lost
-
-
-def _contrast(
-    now: dict[int, bool], before: dict[int, bool], confidence: float
-) -> tuple[int, float, Interval, tuple[int, int]]:
-    """Pairs, Δ = P(fail | now) − P(fail | before), its paired interval, and the discordant
-    counts (fails only under ``now``, only under ``before``)."""
-    both = only_now = only_before = neither = 0
-    for r in now.keys() & before.keys():
-        a, b = now[r], before[r]
-        both += a and b
-        only_now += a and not b
-        only_before += b and not a
-        neither += not a and not b
-    pairs = both + only_now + only_before + neither
-    delta = (only_now - only_before) / pairs if pairs else 0.0
-    ci = newcombe_paired(both, only_now, only_before, neither, confidence)
-    return pairs, delta, ci, (only_now, only_before)

@@ -8,7 +8,7 @@ Method (DESIGN.md §6; ``docs/why-fix.md``):
    repeats the decision (``same``). 0 → ``not-reproduced``. Below 0.8 the base arm grows to
    3R; below ``min_rate`` (0.15) → ``too-rare``; below 0.6 the decision is **intermittent**:
    screens and confirmations use larger arms.
-2. **Pieces** (:mod:`otelcar.attribution.pieces`): every message, ranked by wording overlap
+2. **Pieces** (:mod:`otelcar.attribution.context.pieces`): every message, ranked by wording overlap
    with the decision (a zero-call heuristic that only sets the *order* of the tests).
 3. **Tests.** Each hypothesis "removing these pieces lowers the rate" gets a level from the
    **online fallback procedure** (Tian & Ramdas 2021): test t runs at
@@ -38,7 +38,7 @@ Method (DESIGN.md §6; ``docs/why-fix.md``):
    3R). A pair whose members are both needed is narrowed
    member by member, the other member held removed.
 6. **Labels.** Every re-decision that does not repeat the decision is classified
-   (:func:`otelcar.attribution.decisions.classify`); a confirmed piece is a **cause** when the
+   (:func:`.decisions.classify`); a confirmed piece is a **cause** when the
    agent most often decides differently without it (another call, an answer) and a
    **prerequisite** when it most often re-fetches, asks or stops.
 7. **Headline**: the best-ranked cause (tool results and earlier agent text before the user's
@@ -63,20 +63,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.stats import binom, fisher_exact
+from scipy.stats import binom
 
-from otelcar.attribution.decisions import (
-    Arm,
-    DecisionError,
+from otelcar.attribution.context.decisions import (
     SameTool,
-    Sample,
-    Sampler,
-    canonical,
-    describe_action,
+    decision_sampler,
     label_of,
     same_decision,
 )
-from otelcar.attribution.pieces import (
+from otelcar.attribution.context.pieces import (
     Piece,
     canonical_json,
     children,
@@ -85,9 +80,17 @@ from otelcar.attribution.pieces import (
     rank,
     top_level,
 )
-from otelcar.attribution.seeds import SeedSpace
-from otelcar.attribution.stats import mcnemar_exact_greater
-from otelcar.attribution.why_result import Cause, TestRecord, WhyResult
+from otelcar.attribution.context.result import Cause, TestRecord, WhyResult
+from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.experiment.redecisions import (
+    Arm,
+    DecisionError,
+    Sample,
+    Sampler,
+    canonical,
+    describe_action,
+)
+from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
 from otelcar.outcome import Outcome
@@ -140,27 +143,14 @@ def auto_tests(pieces: int) -> int:
     return 3 * pieces + 20
 
 
-def fisher_greater(base_bad: int, base_n: int, bad: int, n: int) -> float:
-    """One-sided Fisher exact p-value for "the base arm repeats the decision more often"."""
-    table = [[base_bad, base_n - base_bad], [bad, n - bad]]
-    return float(fisher_exact(table, alternative="greater").pvalue)
-
-
 def paired_p(base: Arm, arm: Arm, upto: int) -> float | None:
     """One-sided exact McNemar on the samples both arms drew with the same seed."""
-    pairs = [
-        (base.samples[r].bad, arm.samples[r].bad)
-        for r in range(upto)
-        if r in base.samples
-        and r in arm.samples
-        and base.samples[r].bad is not None
-        and arm.samples[r].bad is not None
-    ]
-    if not pairs:
-        return None
-    only_base = sum(1 for b, a in pairs if b and not a)
-    only_arm = sum(1 for b, a in pairs if a and not b)
-    return mcnemar_exact_greater(only_base, only_arm)
+    pairs = Pairs.of(
+        {r: s.bad for r, s in arm.samples.items()},
+        {r: s.bad for r, s in base.samples.items()},
+        upto,
+    )
+    return paired(pairs).p_less if pairs.n else None
 
 
 class _Search:
@@ -308,7 +298,7 @@ class _Search:
                     elif reference is None and retest:
                         ref = self.base = await self.sampler.ensure([], max(size, ref.n))
                     arm = await self.sampler.ensure(edits, size, removal)
-                    p = fisher_greater(ref.bad, ref.n, arm.bad, arm.n)
+                    p = unpaired(ref.bad, ref.n, arm.bad, arm.n).p_less
                     verdict = "not-confirmed"
                     bar = self.threshold if reference is None else self.min_drop * ref.rate
                     if arm.n and p <= level * share and ref.rate - arm.rate >= bar:
@@ -629,7 +619,7 @@ async def resolve_step(
         raise WhyError(f"--step {step!r}: use a step number, culprit or last")
     if outcome is None:
         raise WhyError("--step culprit needs an outcome ([outcome] in otelcar.toml)")
-    from otelcar.attribution.api import attribute_async
+    from otelcar.attribution.steps.attribute import attribute_async
 
     # Its own draws: the step is chosen on rollouts that why's samples then do not reuse.
     result = await attribute_async(
@@ -680,10 +670,10 @@ async def why_async(
 ) -> WhyResult:
     """Explain the decision at ``step`` by its context (see the module docstring).
 
-    ``same``: what counts as the same decision (:func:`~otelcar.attribution.decisions.
+    ``same``: what counts as the same decision (:func:`~otelcar.attribution.context.decisions.
     same_decision`); ``samples``: R, the base arm and a confirmation; ``alpha``: the
     family-wise error of all the tests of the search; ``fill``: how removed text is filled
-    (:mod:`otelcar.attribution.pieces`); ``min_drop``: a cause must remove at least this
+    (:mod:`otelcar.attribution.context.pieces`); ``min_drop``: a cause must remove at least this
     fraction of the base rate; ``max_tests``: the declared test budget (sets the levels;
     default ``3 × pieces + 20``, fixed from the context before any test);
     ``full``: narrow every confirmed piece (up to ``max_causes``) instead of stopping at the
@@ -699,7 +689,7 @@ async def why_async(
         raise WhyError(f"step {decision.step}: its action was not recorded")
     try:
         rule = same_decision(same, decision.action, registry, outcome=outcome)
-        sampler = Sampler(run, decision, env, rule, seed=seed, on_sample=on_sample)
+        sampler = decision_sampler(run, decision, env, rule, seed=seed, on_sample=on_sample)
     except DecisionError as exc:
         raise WhyError(str(exc)) from None
     if not await rule.matches(decision.action, env):

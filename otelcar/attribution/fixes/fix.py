@@ -16,9 +16,9 @@ Candidates (in this order; each only when it applies):
 
 **Decision-level validation.** Each edited context is re-decided ``samples`` times (the base
 arm's size when the decision is intermittent) on fresh draws — the seeds of the stage
-``fix.validate`` (:class:`~otelcar.attribution.seeds.SeedSpace`), never the samples ``why``
-chose the cause on — and the bad-decision count is compared with an unfixed base arm drawn
-with those same fresh seeds by a one-sided Fisher exact test, Holm-adjusted
+``fix.validate`` (:class:`~otelcar.attribution.experiment.seeds.SeedSpace`), never the
+samples ``why`` chose the cause on — and the bad-decision count is compared with an unfixed
+base arm drawn with those same fresh seeds by a one-sided Fisher exact test, Holm-adjusted
 across the candidates (strong family-wise control at ``alpha``). **PASS**: significant and the
 upper Wilson bound of the fixed rate ≤ ``max_rate``; **PART**: significant only; **FAIL**.
 
@@ -43,30 +43,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from otelcar.attribution.context import WhyError, fisher_greater, why_async
-from otelcar.attribution.decisions import (
+from otelcar.attribution.context.decisions import (
     JudgeMatch,
     OutcomeCall,
     RegexMatch,
     SameCall,
     SameDecision,
     SameTool,
+    decision_sampler,
+    same_decision,
+)
+from otelcar.attribution.context.pieces import edits_for
+from otelcar.attribution.context.result import WhyResult
+from otelcar.attribution.context.why import WhyError, why_async
+from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.experiment.redecisions import (
     Sample,
     Sampler,
     canonical,
     describe_action,
-    same_decision,
 )
-from otelcar.attribution.fix_result import (
+from otelcar.attribution.experiment.seeds import SeedSpace
+from otelcar.attribution.fixes.result import (
     DecisionCheck,
     FixCandidate,
     FixResult,
     ForwardCheck,
 )
-from otelcar.attribution.pieces import edits_for
-from otelcar.attribution.seeds import SeedSpace
-from otelcar.attribution.stats import holm, mcnemar_exact_greater, wilson
-from otelcar.attribution.why_result import WhyResult
+from otelcar.attribution.stats import holm, wilson
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
 from otelcar.outcome import Outcome
@@ -264,13 +268,7 @@ async def _forward(
     )
     fixed = dict(zip((r.index for r in result.rollouts), result.failures, strict=True))
     unfixed = dict(zip((r.index for r in base.rollouts), base.failures, strict=True))
-    pairs = [
-        (fixed[r], unfixed[r]) for r in fixed if fixed[r] is not None and unfixed.get(r) is not None
-    ]
-    both = sum(1 for f, b in pairs if f and b)
-    only_fixed = sum(1 for f, b in pairs if f and not b)
-    only_base = sum(1 for f, b in pairs if b and not f)
-    neither = len(pairs) - both - only_fixed - only_base
+    pairs = Pairs.of(fixed, unfixed)  # B: fixed, A: unfixed
     judged = [f for f in fixed.values() if f is not None]
     base_judged = [b for b in unfixed.values() if b is not None]
     return ForwardCheck(
@@ -278,8 +276,8 @@ async def _forward(
         n=len(judged),
         base_failed=sum(base_judged),
         base_n=len(base_judged),
-        pairs=(both, only_fixed, only_base, neither),
-        p=mcnemar_exact_greater(only_base, only_fixed),
+        pairs=(pairs.both, pairs.only_b, pairs.only_a, pairs.neither),
+        p=paired(pairs).p_less,
         errors=result.errors,
     )
 
@@ -336,7 +334,9 @@ async def fix_async(
     except OtelcarError as exc:
         raise WhyError(str(exc)) from None
     seeds = SeedSpace(seed)
-    sampler = Sampler(run, decision, env, rule, seed=seeds.stage("why"), on_sample=on_sample)
+    sampler = decision_sampler(
+        run, decision, env, rule, seed=seeds.stage("why"), on_sample=on_sample
+    )
     candidates = propose(run, decision, why, rule)
     notes: list[str] = []
     alternative = await _alternative(sampler, why)
@@ -345,7 +345,7 @@ async def fix_async(
     n = max(samples, why.base_n) if why.intermittent else samples
     # Validation on fresh draws: its own seeds and its own unfixed base arm, never the
     # samples that chose the cause (the source fix would otherwise be served from the cache).
-    validator = Sampler(
+    validator = decision_sampler(
         run, decision, env, rule, seed=seeds.stage("fix.validate"), on_sample=on_sample
     )
     base_arm = await validator.ensure([], n)
@@ -361,7 +361,7 @@ async def fix_async(
             n=arm.n,
             base_bad=base_arm.bad,
             base_n=base_arm.n,
-            p=fisher_greater(base_arm.bad, base_arm.n, arm.bad, arm.n) if arm.n else 1.0,
+            p=unpaired(base_arm.bad, base_arm.n, arm.bad, arm.n).p_less,
             instead=dict(arm.instead()),
             alternative=describe_action(alt) if (alt := arm.alternative()) else None,
             confidence=confidence,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from scipy import stats
 
-from otelcar.attribution.result import ShapleyResult, ShapleyValue
+from otelcar.attribution.steps.result import ShapleyResult, ShapleyValue
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from otelcar.attribution.experiment.contrast import Pairs, paired
+from otelcar.attribution.experiment.rollouts import PlanOutcomes
 from otelcar.attribution.stats import (
     Interval,
     contrast_interval,
     holm,
-    mcnemar_exact_greater,
-    newcombe_paired,
     repeat_bound,
     stage_of,
     wilson,
@@ -46,21 +46,6 @@ def curve_plans(run: RecordedRun) -> dict[int, Plan]:
     for k in range(len(steps)):
         plans[k] = Plan.resample_from(steps[k + 1], steps) if k + 1 < len(steps) else Plan()
     return plans
-
-
-@dataclass
-class PlanOutcomes:
-    """Outcomes of one plan by rollout index (None: the rollout failed or was not judged),
-    and whether decision ``k + 1`` (the first re-decided one) repeated its recorded action."""
-
-    failures: dict[int, bool | None] = field(default_factory=dict)
-    repeated_first: dict[int, bool] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    factual_steps: Any = None  # the factual plan's one rollout, re-judged for every slot
-
-    @property
-    def judged(self) -> list[bool]:
-        return [f for f in self.failures.values() if f is not None]
 
 
 @dataclass(frozen=True)
@@ -181,19 +166,12 @@ def estimate(
         level = spend[stage] if stage is not None else 0.0
         judged = [f for r, f in now.failures.items() if f is not None and r < upto]
         fails = sum(judged)
-        counts = {(True, True): 0, (False, True): 0, (True, False): 0, (False, False): 0}
-        for r, failed in now.failures.items():
-            previous = before.failures.get(r)
-            if failed is None or previous is None or r >= upto:
-                continue
-            counts[(previous, failed)] += 1
-        both, only_now = counts[(True, True)], counts[(False, True)]
-        only_before, neither = counts[(True, False)], counts[(False, False)]
-        pairs = both + only_now + only_before + neither
+        pairs = Pairs.of(now.failures, before.failures, upto)  # B: now, A: before
+        effect = paired(pairs, confidence)
         repeated = [v for r, v in before.repeated_first.items() if r < upto]
         repeats = bool(repeated) and all(repeated)
         bound = repeat_bound(len(repeated), confidence) if repeats else None
-        p_value = 1.0 if repeats else mcnemar_exact_greater(only_now, only_before)
+        p_value = 1.0 if repeats else effect.p_greater
         effects.append(
             StepEffect(
                 index=k,
@@ -204,13 +182,11 @@ def estimate(
                 fails=fails,
                 q=fails / len(judged) if judged else float("nan"),
                 q_ci=wilson(fails, len(judged), confidence),
-                pairs=pairs,
-                only_now=only_now,
-                only_before=only_before,
-                delta=0.0 if repeats or not pairs else (only_now - only_before) / pairs,
-                delta_ci=Interval(-bound, bound)
-                if bound is not None
-                else newcombe_paired(both, only_now, only_before, neither, confidence),
+                pairs=pairs.n,
+                only_now=pairs.only_b,
+                only_before=pairs.only_a,
+                delta=0.0 if repeats else effect.difference,
+                delta_ci=Interval(-bound, bound) if bound is not None else effect.interval,
                 p_value=p_value,
                 repeats_recorded=repeats,
                 test_alpha=level,

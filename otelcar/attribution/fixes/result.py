@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from otelcar.attribution.stats import Interval, newcombe_paired, newcombe_unpaired, wilson
+from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.stats import Interval, wilson
 from otelcar.cost import policy_calls_text
 
 if TYPE_CHECKING:
-    from otelcar.attribution.why_result import WhyResult
+    from otelcar.attribution.context.result import WhyResult
 
 FIX_VERSION = 1
 FIX_KINDS = ("untrusted", "guard", "both", "source", "forced")
@@ -46,7 +47,7 @@ class DecisionCheck:
     @property
     def difference_ci(self) -> Interval:
         """Newcombe interval of (base rate − fixed rate), independent samples."""
-        return newcombe_unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence)
+        return unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence).interval
 
     def to_dict(self) -> dict[str, Any]:
         base = self.base_bad / self.base_n if self.base_n else None
@@ -95,7 +96,7 @@ class ForwardCheck:
     def difference_ci(self) -> Interval:
         """Newcombe paired interval of (base failure rate − fixed failure rate)."""
         both, only_fixed, only_base, neither = self.pairs
-        return newcombe_paired(both, only_base, only_fixed, neither, self.confidence)
+        return paired(Pairs(both, only_base, only_fixed, neither), self.confidence).interval
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,103 +233,3 @@ class FixResult:
             "cost": self.cost,
             "notes": self.notes,
         }
-
-
-def fix_schema_document() -> dict[str, Any]:
-    """JSON Schema of ``otelcar fix --json`` (``schemas/fix.schema.json``)."""
-    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-    number_or_null = {"type": ["number", "null"]}
-    verdict = {"enum": list(FIX_VERDICTS)}
-    check = {
-        "type": "object",
-        "required": ["bad", "n", "ci", "p", "p_adjusted", "verdict"],
-        "properties": {
-            "bad": {"type": "integer"},
-            "n": {"type": "integer"},
-            "rate": number_or_null,
-            "ci": interval,
-            "base_bad": {"type": "integer"},
-            "base_n": {"type": "integer"},
-            "difference": number_or_null,
-            "difference_ci": interval,
-            "p": {"type": "number"},
-            "p_adjusted": {"type": "number"},
-            "verdict": verdict,
-            "instead": {"type": "object"},
-            "alternative": {"type": ["string", "null"]},
-        },
-    }
-    forward = {
-        "type": "object",
-        "required": ["failed", "n", "base_failed", "base_n", "p", "p_adjusted", "verdict"],
-        "properties": {
-            "failed": {"type": "integer"},
-            "n": {"type": "integer"},
-            "rate": number_or_null,
-            "ci": interval,
-            "base_failed": {"type": "integer"},
-            "base_n": {"type": "integer"},
-            "base_rate": number_or_null,
-            "difference": number_or_null,
-            "difference_ci": interval,
-            "pairs": {"type": "object"},
-            "p": {"type": "number"},
-            "p_adjusted": {"type": "number"},
-            "verdict": verdict,
-            "errors": {"type": "array", "items": {"type": "string"}},
-        },
-    }
-    candidate = {
-        "type": "object",
-        "required": ["name", "kind", "description", "plan", "verdict", "decision", "forward"],
-        "properties": {
-            "name": {"type": "string"},
-            "kind": {"enum": list(FIX_KINDS)},
-            "description": {"type": "string"},
-            "rule": {"type": ["string", "null"]},
-            "plan": {"type": "object"},
-            "forward_plan": {"type": ["object", "null"]},
-            "verdict": verdict,
-            "decision": {"oneOf": [check, {"type": "null"}]},
-            "forward": {"oneOf": [forward, {"type": "null"}]},
-        },
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "otelcar/fix.schema.json",
-        "title": "otelcar fix --json",
-        "type": "object",
-        "required": [
-            "version",
-            "kind",
-            "trace_id",
-            "step",
-            "base",
-            "headline",
-            "best",
-            "candidates",
-            "cost",
-        ],
-        "properties": {
-            "version": {"const": FIX_VERSION},
-            "kind": {"const": "fix"},
-            "trace_id": {"type": "string"},
-            "step": {"type": "integer"},
-            "decision": {"type": "string"},
-            "same": {"type": "string"},
-            "same_spec": {"type": "string"},
-            "cause": {"type": ["string", "null"]},
-            "cause_label": {"type": ["string", "null"]},
-            "base": {"type": "object"},
-            "headline": {"type": "string"},
-            "best": {"type": ["string", "null"]},
-            "candidates": {"type": "array", "items": candidate},
-            "max_rate": {"type": "number"},
-            "alpha": {"type": "number"},
-            "confidence": {"type": "number"},
-            "samples": {"type": "integer"},
-            "outcome": {"type": ["string", "null"]},
-            "cost": {"type": "object"},
-            "notes": {"type": "array", "items": {"type": "string"}},
-        },
-    }

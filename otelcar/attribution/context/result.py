@@ -6,8 +6,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelcar.attribution.pieces import Piece
-from otelcar.attribution.stats import Interval, newcombe_unpaired, wilson
+from otelcar.attribution.context.pieces import Piece
+from otelcar.attribution.experiment.contrast import unpaired
+from otelcar.attribution.stats import Interval, wilson
 from otelcar.cost import policy_calls_text
 
 WHY_VERSION = 1
@@ -66,7 +67,7 @@ class TestRecord:
     @property
     def effect_ci(self) -> Interval:
         """Newcombe (1998, method 10) interval of the effect (independent samples)."""
-        return newcombe_unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence)
+        return unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence).interval
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -309,142 +310,3 @@ class WhyResult:
             "cost": self.cost,
             "notes": self.notes,
         }
-
-
-def why_schema_document() -> dict[str, Any]:
-    """JSON Schema of ``otelcar why --json`` (``schemas/why.schema.json``)."""
-    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-    number_or_null = {"type": ["number", "null"]}
-    strings = {"type": "array", "items": {"type": "string"}}
-    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
-    test = {
-        "type": "object",
-        "required": ["t", "purpose", "removed", "level", "bad", "n", "p", "verdict"],
-        "properties": {
-            "t": {"type": "integer"},
-            "purpose": {"enum": ["screen", "drill", "joint", "needed", "recheck"]},
-            "reference": {"type": ["array", "null"], "items": {"type": "string"}},
-            "removed": strings,
-            "texts": strings,
-            "fill": {"type": "string"},
-            "level": {"type": "number"},
-            "base": {"type": "object"},
-            "bad": {"type": "integer"},
-            "n": {"type": "integer"},
-            "rate": number_or_null,
-            "rate_ci": interval,
-            "effect": {"type": "number"},
-            "effect_ci": interval,
-            "p": number_or_null,
-            "p_paired": number_or_null,
-            "verdict": {"enum": list(TEST_VERDICTS)},
-            "instead": counts,
-            "alternative": {"type": ["string", "null"]},
-            "plan": {"type": "object"},
-        },
-    }
-    piece = {
-        "type": "object",
-        "required": ["label", "level", "message", "text"],
-        "properties": {
-            "label": {"type": "string"},
-            "level": {"enum": ["message", "item", "paragraph", "line", "sentence"]},
-            "message": {"type": "integer"},
-            "role": {"type": "string"},
-            "source": {"type": ["string", "null"]},
-            "path": {"type": "array", "items": {"type": ["string", "integer"]}},
-            "span": {"type": ["array", "null"], "items": {"type": "integer"}},
-            "text": {"type": "string"},
-        },
-    }
-    cause = {
-        "type": "object",
-        "required": ["kind", "joint", "label", "text", "parts", "effect", "chain"],
-        "properties": {
-            "kind": {"enum": ["cause", "prerequisite"]},
-            "joint": {"type": "boolean"},
-            "label": {"type": "string"},
-            "text": {"type": "string"},
-            "parts": {"type": "array", "items": piece},
-            "effect": {
-                "type": "object",
-                "required": ["base_rate", "rate", "difference", "difference_ci", "p", "counts"],
-                "properties": {
-                    "base_rate": {"type": "number"},
-                    "base_ci": interval,
-                    "rate": {"type": "number"},
-                    "rate_ci": interval,
-                    "difference": {"type": "number"},
-                    "difference_ci": interval,
-                    "p": {"type": "number"},
-                    "p_paired": number_or_null,
-                    "level": {"type": "number"},
-                    "counts": counts,
-                },
-            },
-            "instead": counts,
-            "alternative": {"type": ["string", "null"]},
-            "chain": {"type": "array", "items": {"type": "object"}},
-            "needed": {"type": "array", "items": {"type": "object"}},
-            "recheck": {"type": ["object", "null"]},
-        },
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "otelcar/why.schema.json",
-        "title": "otelcar why --json",
-        "type": "object",
-        "$defs": {"test": test, "piece": piece, "cause": cause},
-        "required": [
-            "version",
-            "kind",
-            "trace_id",
-            "step",
-            "verdict",
-            "headline",
-            "cause",
-            "causes",
-            "base",
-            "tests",
-            "cost",
-        ],
-        "properties": {
-            "version": {"const": WHY_VERSION},
-            "kind": {"const": "why"},
-            "trace_id": {"type": "string"},
-            "step": {"type": "integer"},
-            "step_reason": {"type": "string"},
-            "decision": {"type": "string"},
-            "same": {"type": "string"},
-            "same_spec": {"type": "string"},
-            "policy": {"type": "string"},
-            "verdict": {"enum": list(WHY_VERDICTS)},
-            "headline": {"type": "string"},
-            "cause": {"oneOf": [{"$ref": "#/$defs/cause"}, {"type": "null"}]},
-            "causes": {"type": "array", "items": {"$ref": "#/$defs/cause"}},
-            "base": {
-                "type": "object",
-                "required": ["bad", "n", "rate", "ci", "intermittent"],
-                "properties": {
-                    "bad": {"type": "integer"},
-                    "n": {"type": "integer"},
-                    "rate": number_or_null,
-                    "ci": interval,
-                    "intermittent": {"type": "boolean"},
-                    "instead": counts,
-                    "alternative": {"type": ["string", "null"]},
-                },
-            },
-            "tests": {"type": "array", "items": {"$ref": "#/$defs/test"}},
-            "untested": strings,
-            "alpha": {"type": "number"},
-            "min_drop": {"type": "number"},
-            "confidence": {"type": "number"},
-            "correction": {"type": "string"},
-            "fill": {"type": "string"},
-            "samples": {"type": "integer"},
-            "stopped": {"enum": ["done", "budget", "max-tests"]},
-            "cost": {"type": "object"},
-            "notes": strings,
-        },
-    }

@@ -7,11 +7,12 @@ The search evaluates ``q_k`` at one look's rollouts per plan (the *search arm*):
 the data, so testing ``Δ_hi`` on the same rollouts would test a hypothesis picked for being
 large: under a null its p-value is far from uniform. The jump is therefore confirmed on a
 **confirmation arm**: fresh rollouts of ``P_{hi−1}`` and ``P_hi`` drawn with a seed of their
-own (``SeedSpace.stage("bisect.confirm")`` in :func:`~otelcar.attribution.api.attribute_async`),
-independent of the search given the selection. One hypothesis is tested there, at ``alpha``
-spent over its looks (:func:`~otelcar.attribution.stats.spending_schedule`), so a true null is
-rejected with probability at most ``alpha`` whatever the search chose — the calibration test
-simulates 400 nulls and the naive same-rollout confirmation next to it.
+own (``SeedSpace.stage("bisect.confirm")`` in
+:func:`~otelcar.attribution.steps.attribute.attribute_async`), independent of the search given
+the selection. One hypothesis is tested there, at ``alpha`` spent over its looks
+(:func:`~otelcar.attribution.stats.spending_schedule`), so a true null is rejected with
+probability at most ``alpha`` whatever the search chose — the calibration test simulates 400
+nulls and the naive same-rollout confirmation next to it.
 
 The search can also give up (the caller then runs the full curve, with its own share of the
 error): no rise between the ends, evaluated points that are clearly not monotone, or a
@@ -24,8 +25,9 @@ import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from otelcar.attribution.curve import Baseline, PlanOutcomes, StepEffect, estimate
+from otelcar.attribution.experiment.rollouts import PlanOutcomes
 from otelcar.attribution.stats import spending_schedule, wilson
+from otelcar.attribution.steps.curve import Baseline, StepEffect, estimate
 from otelcar.replay.recorded import RecordedRun
 
 #: ``sample(k, upto)``: bring plan ``k`` of one arm up to ``upto`` rollouts.

@@ -37,10 +37,18 @@ from typing import Any
 
 import polars as pl
 
-from otelcar.attribution.bisection import bisect
-from otelcar.attribution.curve import (
+from otelcar.attribution.experiment.rollouts import PlanOutcomes, extend
+from otelcar.attribution.experiment.seeds import SeedSpace
+from otelcar.attribution.stats import (
+    look_schedule,
+    mcnemar_exact_greater,
+    rejection_chance,
+    spending_schedule,
+    stage_of,
+)
+from otelcar.attribution.steps.bisection import bisect
+from otelcar.attribution.steps.curve import (
     Baseline,
-    PlanOutcomes,
     StepEffect,
     _apart,
     _with,
@@ -51,18 +59,9 @@ from otelcar.attribution.curve import (
     pick_culprit,
     point_of_no_return,
 )
-from otelcar.attribution.refute import refute
-from otelcar.attribution.result import AttributionResult
-from otelcar.attribution.sampling import extend
-from otelcar.attribution.seeds import SeedSpace
-from otelcar.attribution.shapley import shapley_values
-from otelcar.attribution.stats import (
-    look_schedule,
-    mcnemar_exact_greater,
-    rejection_chance,
-    spending_schedule,
-    stage_of,
-)
+from otelcar.attribution.steps.refute import refute
+from otelcar.attribution.steps.result import AttributionResult
+from otelcar.attribution.steps.shapley import shapley_values
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
@@ -424,7 +423,7 @@ async def sequential(
     (no pair could show anything yet), whose bound on |Δ| is not yet below the smallest
     effect the last look can detect; only their plans get more rollouts. No open step: stop,
     "separated" with a culprit, "futility" without. Validity does not depend on any of these choices
-    (see :func:`~otelcar.attribution.curve.estimate`). Returns the last estimates, the looks
+    (see :func:`~otelcar.attribution.steps.curve.estimate`). Returns the last estimates, the looks
     done and why it stopped.
     """
     confidence = 1 - max(spend)
@@ -502,7 +501,7 @@ def lost_pairs(
     effects: list[StepEffect], outcomes: dict[int, PlanOutcomes], looks: list[int]
 ) -> dict[int, int]:
     """By decision index: the rollouts below the step's look (the ones its pairs come from,
-    :func:`~otelcar.attribution.curve.estimate`) that could not be paired because either of
+    :func:`~otelcar.attribution.steps.curve.estimate`) that could not be paired because either of
     its two plans' rollouts failed."""
     out: dict[int, int] = {}
     for e in effects:

@@ -1,4 +1,5 @@
-"""Running the curve's plans: rollouts added to chosen plans, outcomes kept by rollout index.
+"""Arms of seeded rollouts: plans run with rollouts added to chosen plans, outcomes kept by
+rollout index (:class:`PlanOutcomes`, one arm per plan).
 
 Rollout indexes continue across rounds (round 2 of a plan starts where round 1 stopped), so
 the seeds, the pairing across plans and the request cache stay consistent however the
@@ -9,17 +10,32 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-from otelcar.attribution.curve import PlanOutcomes
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
 from otelcar.replay.rollout_table import rollout_steps
+
+
+@dataclass
+class PlanOutcomes:
+    """Outcomes of one plan by rollout index (None: the rollout failed or was not judged),
+    and whether decision ``k + 1`` (the first re-decided one) repeated its recorded action."""
+
+    failures: dict[int, bool | None] = field(default_factory=dict)
+    repeated_first: dict[int, bool] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    factual_steps: Any = None  # the factual plan's one rollout, re-judged for every slot
+
+    @property
+    def judged(self) -> list[bool]:
+        return [f for f in self.failures.values() if f is not None]
 
 
 async def _judge(outcome: Outcome, steps: Any, target: PlanOutcomes, r: int) -> bool | None:
