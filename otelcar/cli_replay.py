@@ -214,7 +214,8 @@ def rollout_command(
     type=click.IntRange(min=4),
     default=32,
     show_default=True,
-    help="Rollouts per plan of each refutation check.",
+    help="Most rollouts per plan of the refutation (looks at 8, 16, … up to this; it stops "
+    "at the first look where the culprit's effect is significant again).",
 )
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")

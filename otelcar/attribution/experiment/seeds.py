@@ -10,7 +10,8 @@ so results stay what they were), ``culprit`` (the attribution ``why``/``fix --st
 run to choose the step: why's samples then do not reuse the rollouts that chose it),
 ``fix.validate`` (decision-level validation, with its own base arm), ``fix.forward``
 (forward rollouts, fixed and unfixed), ``bisect.confirm`` (the bisection's confirmation of
-the jump it chose), ``refute.placebo`` and ``refute.recheck`` (the culprit's refutation).
+the jump it chose), ``refute`` (the culprit's refutation: its recheck and its placebo
+share the held arm).
 """
 
 from __future__ import annotations

@@ -1,17 +1,26 @@
 """Refutation of a culprit: two checks that a real effect passes and an artifact fails.
 
-Kept apart from the estimate (DoWhy's estimand → estimate → refutation), each on draws of its
-own (:class:`~otelcar.attribution.experiment.seeds.SeedSpace` stages ``refute.placebo`` and
-``refute.recheck``), so neither reuses the rollouts that chose the culprit:
+Kept apart from the estimate (DoWhy's estimand → estimate → refutation), on draws of its own
+(the :class:`~otelcar.attribution.experiment.seeds.SeedSpace` stage ``refute``), so neither
+check reuses the rollouts that chose the culprit:
 
+- **fresh seeds** — ``P_{k−1}`` against ``P_k`` again, with new seeds: the culprit's effect must
+  be significant again (one-sided exact McNemar, no multiplicity left to pay: the culprit is
+  one hypothesis, chosen on other data).
 - **placebo** — the culprit's decision is *done* at its recorded action
   (:class:`~otelcar.replay.plan.Do`), every later decision re-decided, against ``P_k``, which
-  holds that same action. The two plans take the same actions, so their difference must vanish:
-  its paired interval must contain 0 (a failure points at the harness — a ``Do`` that changes
-  what later steps see — not at the agent).
-- **fresh seeds** — ``P_{k−1}`` against ``P_k`` again, with new seeds: the culprit's effect must
-  be significant again (one-sided exact McNemar at ``alpha``, no multiplicity left to pay:
-  the culprit is one hypothesis, chosen on other data).
+  holds that same action. The two plans take the same actions, so their difference must vanish
+  (a significant difference either way points at the harness — a ``Do`` that changes what
+  later steps see — not at the agent). Both checks share the ``P_k`` arm (a declared choice:
+  the same stage), and a faithful ``Do`` asks exactly ``P_k``'s requests, served from the
+  request cache, so the placebo costs almost nothing.
+
+The checks are sequential: looks at 8, 16, … up to ``rollouts`` rollouts per plan, alpha spent
+over the looks (:func:`~otelcar.attribution.stats.spending_schedule`, none on a look too small
+to reject); sampling stops at the first look where the recheck is significant. A strong effect
+is rechecked with 8 rollouts per plan; a weak one gets up to ``rollouts``. A check fails only
+on a rejection at some look's level, so a run stopped at any look keeps both checks' error at
+``alpha``.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from typing import Any
 
 from otelcar.attribution.experiment.contrast import Pairs, paired
 from otelcar.attribution.experiment.seeds import SeedSpace
-from otelcar.attribution.stats import Interval
+from otelcar.attribution.stats import Interval, look_schedule, spending_schedule
 from otelcar.attribution.steps.curve import StepEffect, curve_plans
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
@@ -74,50 +83,65 @@ async def refute(
     alpha: float,
     confidence: float,
     concurrency: int = 8,
+    first_look: int = 8,
 ) -> list[Refutation]:
-    """The placebo and the fresh-seed recheck of ``culprit`` (see the module docstring)."""
-    seeds = SeedSpace(seed)
+    """The fresh-seed recheck and the placebo of ``culprit`` (see the module docstring)."""
+    seed = SeedSpace(seed).stage("refute")
     plans = curve_plans(run)
     k = culprit.index
     decision = run.decisions[k]
     later = tuple(Resample(d.step) for d in run.decisions if d.index > k)
-    out: list[Refutation] = []
+    arms: dict[str, tuple[Plan, dict[int, bool | None]]] = {
+        "held": (plans[k], {}),
+        "before": (plans[k - 1], {}),
+    }
     if decision.action is not None:
-        placebo = Plan((Do(decision.step, decision.action), *later))
-        a, b, lost = await _pairs(
-            run,
-            env,
-            outcome,
-            placebo,
-            plans[k],
-            seeds.stage("refute.placebo"),
-            rollouts,
-            concurrency,
-        )
-        placebo_effect = paired(Pairs.of(a, b), confidence)
+        arms["done"] = (Plan((Do(decision.step, decision.action), *later)), {})
+    looks = look_schedule(min(first_look, rollouts), rollouts)
+    spend = spending_schedule(alpha, looks, 1)
+    recheck_passed = placebo_refuted = False
+    for upto, level in zip(looks, spend, strict=True):
+        for plan, results in arms.values():
+            have = len(results)
+            if have >= upto:
+                continue
+            result = await run_plan_async(
+                run,
+                plan,
+                env,
+                rollouts=upto - have,
+                seed=seed,
+                outcome=outcome,
+                concurrency=concurrency,
+                first_rollout=have,
+            )
+            for rollout, failed in zip(result.rollouts, result.failures, strict=True):
+                results[rollout.index] = failed
+        recheck = paired(Pairs.of(arms["held"][1], arms["before"][1]), confidence)
+        recheck_passed = recheck.p_greater <= level and recheck.difference > 0
+        if "done" in arms:
+            placebo = paired(Pairs.of(arms["done"][1], arms["held"][1]), confidence)
+            placebo_refuted = placebo_refuted or placebo.p_two_sided <= level
+        if recheck_passed:
+            break
+
+    def lost(*names: str) -> int:
+        return sum(1 for name in names for f in arms[name][1].values() if f is None)
+
+    out: list[Refutation] = []
+    if "done" in arms:
         out.append(
             Refutation(
                 "placebo",
                 f"step {decision.step} done at its recorded action vs held at it (same actions)",
-                placebo_effect.n,
-                placebo_effect.difference,
-                placebo_effect.interval,
-                placebo_effect.p_two_sided,  # an effect either way refutes
-                placebo_effect.interval.low <= 0.0 <= placebo_effect.interval.high,
-                lost,
+                placebo.n,
+                placebo.difference,
+                placebo.interval,
+                placebo.p_two_sided,  # an effect either way refutes
+                not placebo_refuted,
+                lost("done", "held"),
             )
         )
-    now, before, lost = await _pairs(
-        run,
-        env,
-        outcome,
-        plans[k],
-        plans[k - 1],
-        seeds.stage("refute.recheck"),
-        rollouts,
-        concurrency,
-    )
-    recheck = paired(Pairs.of(now, before), confidence)
     out.append(
         Refutation(
             "fresh seeds",
@@ -126,39 +150,8 @@ async def refute(
             recheck.difference,
             recheck.interval,
             recheck.p_greater,
-            recheck.p_greater <= alpha and recheck.difference > 0,
-            lost,
+            recheck_passed,
+            lost("held", "before"),
         )
     )
     return out
-
-
-async def _pairs(
-    run: RecordedRun,
-    env: Environment,
-    outcome: Outcome,
-    first: Plan,
-    second: Plan,
-    seed: int,
-    rollouts: int,
-    concurrency: int,
-) -> tuple[dict[int, bool], dict[int, bool], int]:
-    results = []
-    for plan in (first, second):
-        results.append(
-            await run_plan_async(
-                run,
-                plan,
-                env,
-                rollouts=rollouts,
-                seed=seed,
-                outcome=outcome,
-                concurrency=concurrency,
-            )
-        )
-    judged = [
-        {r.index: f for r, f in zip(res.rollouts, res.failures, strict=True) if f is not None}
-        for res in results
-    ]
-    lost = sum(1 for res in results for f in res.failures if f is None)
-    return judged[0], judged[1], lost
