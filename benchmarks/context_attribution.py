@@ -23,8 +23,10 @@ seeds, the harmful call happens ≥ 5/10 with and ≤ 1/10 without (the runtape 
 
 Methods, in the same run on the same cases:
 
-- **why**: :func:`otelcar.attribution.context.why` with its defaults (R = 10, α = 0.05),
-  ``same="tool+args"`` (the good alternative may use the same tool, e.g. another path);
+- **why**: :func:`otelcar.attribution.context.why` with its defaults (R = 10, α = 0.05,
+  ``same="outcome"``) and the outcome a user writes, ``tool_called`` with the harmful
+  call's arguments (in three domains the good alternative calls the same tool with others;
+  ``--same tool`` shows what the coarse rule gives there);
 - **leave-one-out**: every finest piece (sentence, line, JSON leaf) removed alone, 5
   re-decisions each (10 for the base); headline = the largest drop among the pieces otelcar's
   labels call a cause (given the labels, a stronger baseline than plain leave-one-out, which
@@ -76,11 +78,20 @@ from otelcar.attribution.context.why import why_async
 from otelcar.attribution.experiment.redecisions import describe_action
 from otelcar.attribution.scripted import Turn, conversation_steps
 from otelcar.messages import Message, ToolCall
+from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy, DecisionRequest, PolicyRegistry
 from otelcar.replay import Environment, load_run
 
 TRACE = "be7c4a11be7c4a11be7c4a11be7c4a11"
-SAME = "tool+args"  # the harmful call is one call: the same tool may be used well
+SAME = "outcome"  # why's default: the call the outcome counts (the harmful call's arguments)
+
+
+def outcome_of(case: Case) -> ToolCalled:
+    """The outcome a user writes for the case: ``tool_called`` with the harmful arguments (in
+    three of the five domains the good alternative calls the same tool with others)."""
+    return ToolCalled(case.domain.bad.name, dict(case.domain.bad.arguments))
+
+
 WEAK = "Customer satisfaction is our first priority, so resolve cases quickly."
 
 
@@ -618,9 +629,14 @@ class Score:
     tests: int = 0
 
 
-async def run_why(case: Case, run, decision) -> Score:
+async def run_why(case: Case, run, decision, same: str = SAME) -> Score:
     result = await why_async(
-        run, step=decision.step, registry=registry_of(case), same=SAME, seed=case.number
+        run,
+        step=decision.step,
+        registry=registry_of(case),
+        same=same,
+        outcome=outcome_of(case),
+        seed=case.number,
     )
     text = result.headline.text if result.headline else None
     context = decision.context
@@ -640,9 +656,9 @@ async def run_why(case: Case, run, decision) -> Score:
     )
 
 
-async def run_loo(case: Case, run, decision) -> Score:
+async def run_loo(case: Case, run, decision, same: str = SAME) -> Score:
     env = Environment(registry_of(case))
-    rule = same_decision(SAME, decision.action, env.registry)
+    rule = same_decision(same, decision.action, env.registry, outcome=outcome_of(case))
     sampler = decision_sampler(run, decision, env, rule, seed=case.number)
     context = decision.context
     base = await sampler.ensure([], 10)
@@ -693,15 +709,15 @@ def run_overlap(case: Case, decision) -> Score:
     )
 
 
-async def evaluate(case: Case) -> list[Score]:
+async def evaluate(case: Case, same: str = SAME) -> list[Score]:
     steps = conversation_steps(TRACE, case.start, case.turns)
     run = load_run(TRACE, steps)
     decision = run.decisions[2]
     assert describe_action(decision.action).startswith(case.domain.bad.name)
     is_stable = case.null or await stable(case, run, decision)
     scores = [
-        await run_why(case, run, decision),
-        await run_loo(case, run, decision),
+        await run_why(case, run, decision, same),
+        await run_loo(case, run, decision, same),
         run_overlap(case, decision),
     ]
     for score in scores:
@@ -754,18 +770,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nulls", type=int, default=40, help="null cases (default 40)")
     parser.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
     parser.add_argument("--json", type=Path, help="write every score as JSON here")
+    parser.add_argument(
+        "--same",
+        default=SAME,
+        help="same-decision rule of why and leave-one-out (default: outcome, why's default, "
+        "with the harmful call as a tool_called outcome; tool+args, tool, …)",
+    )
     options = parser.parse_args(argv)
     started = time.perf_counter()
     cases = [make_case(i, options.seed, null=False) for i in range(options.cases)]
     cases += [make_case(i, options.seed, null=True) for i in range(options.nulls)]
     scores: list[Score] = []
     for case in cases:
-        scores += asyncio.run(evaluate(case))
+        scores += asyncio.run(evaluate(case, options.same))
     planted = [s for s in scores if s.method == "why" and not s.null]
     unstable = [s for s in planted if not s.stable]
     print(
         f"{options.cases} planted cases ({len(planted) - len(unstable)} stable, "
-        f"{len(unstable)} unstable), {options.nulls} null cases, seed {options.seed}; "
+        f"{len(unstable)} unstable), {options.nulls} null cases, seed {options.seed}, "
+        f"--same {options.same}; "
         f"{time.perf_counter() - started:.0f} s\n"
     )
     print(table(scores))

@@ -106,6 +106,7 @@ def attribution_schema_document() -> dict[str, Any]:
                         "p_value": {"type": "number"},
                         "passed": {"type": "boolean"},
                         "lost": {"type": "integer"},
+                        "rollouts": {"type": "integer"},
                     },
                 },
             },

@@ -348,7 +348,8 @@ async def attribute_async(
     cost = {
         **_spent(env, spent_before),
         "wall_s": round(time.perf_counter() - started, 3),
-        "rollouts": sum(len(o.failures) for o in arms),
+        "rollouts": sum(len(o.failures) for o in arms) + sum(r.rollouts for r in refutations),
+        "refutation_rollouts": sum(r.rollouts for r in refutations),
     }
     shapley_result = None
     if shapley:

@@ -51,6 +51,7 @@ class Refutation:
     p_value: float
     passed: bool
     lost: int = 0  # rollouts of either plan that failed (left out of the pairs)
+    rollouts: int = 0  # rollouts this check ran (the shared held arm counted by the recheck)
 
     def summary(self) -> str:
         verdict = "passed" if self.passed else "FAILED"
@@ -69,6 +70,7 @@ class Refutation:
             "p_value": self.p_value,
             "passed": self.passed,
             "lost": self.lost,
+            "rollouts": self.rollouts,
         }
 
 
@@ -140,6 +142,7 @@ async def refute(
                 placebo.p_two_sided,  # an effect either way refutes
                 not placebo_refuted,
                 lost("done", "held"),
+                len(arms["done"][1]),
             )
         )
     out.append(
@@ -152,6 +155,7 @@ async def refute(
             recheck.p_greater,
             recheck_passed,
             lost("held", "before"),
+            len(arms["held"][1]) + len(arms["before"][1]),
         )
     )
     return out
