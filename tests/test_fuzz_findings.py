@@ -406,3 +406,37 @@ def test_a_json_file_nested_too_deeply_is_read_and_kept_unparsed(tmp_path: Path)
     lines = tmp_path / "deep.jsonl"
     lines.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n" + '{"b": 1}\n')
     assert len(list(read_records(lines))) == 2
+
+
+def test_a_phoenix_span_with_attributes_or_events_of_the_wrong_type_is_a_stated_problem():
+    """Found by ``test_mutated_phoenix_span_exports``: ``"events": -1`` or ``"attributes": 5``
+    raised a TypeError out of the decoder; now that span is skipped with a problem saying
+    why, and the other spans decode."""
+    from otelcar.ingest.exports import phoenix
+
+    good = {
+        "name": "chat",
+        "context": {"trace_id": "t1", "span_id": "s1"},
+        "span_kind": "LLM",
+        "start_time": "2026-07-09T00:00:01+00:00",
+        "end_time": "2026-07-09T00:00:02+00:00",
+        "attributes": {"llm.model_name": "m"},
+        "events": [],
+    }
+    bad_events = {**good, "context": {"trace_id": "t1", "span_id": "s2"}, "events": -1}
+    bad_attributes = {**good, "context": {"trace_id": "t1", "span_id": "s3"}, "attributes": 5}
+    decoded = phoenix.decode(json.dumps([good, bad_events, bad_attributes]).encode())
+    assert len(decoded.spans) == 1
+    assert any("events is a int, not a list" in p for p in decoded.problems)
+    assert any("attributes is a int, not an object" in p for p in decoded.problems)
+
+
+def test_a_langsmith_tool_call_whose_id_or_name_is_not_a_string_is_read():
+    """Found by ``test_mutated_langsmith_files`` (scaled run): a tool call whose ``id`` was a
+    list made the mapper fail on the whole span (``unhashable type: 'list'``); the id and
+    name are now read as text."""
+    from otelcar.conventions.langsmith import _calls_of, _merge_calls
+
+    calls = _calls_of([{"id": ["a", 1], "name": 7, "args": {"q": 1}}, {"id": "b", "name": "x"}])
+    assert [(c.id, c.name) for c in calls] == [("['a', 1]", "7"), ("b", "x")]
+    assert len(_merge_calls(calls, calls)) == 2

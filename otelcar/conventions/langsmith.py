@@ -470,7 +470,14 @@ def _calls_of(items: Any) -> list[ToolCall]:
         else:
             name = item.get("name")
             args = item.get("args", item.get("arguments", item.get("input")))
-        calls.append(ToolCall(name=name, arguments=_arguments(args), id=item.get("id")))
+        call_id = item.get("id")
+        calls.append(
+            ToolCall(
+                name=name if isinstance(name, str) or name is None else str(name),
+                arguments=_arguments(args),
+                id=call_id if isinstance(call_id, str) or call_id is None else str(call_id),
+            )
+        )
     return calls
 
 

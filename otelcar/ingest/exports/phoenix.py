@@ -90,18 +90,24 @@ def decode(payload: bytes) -> Decoded:
 
 def span_to_frame(span: dict[str, Any]) -> SpanFrame:
     """One Phoenix span as a frame (see the module docstring); ``ValueError`` when its
-    times are unreadable or out of range."""
+    times are unreadable or out of range, or its attributes or events have the wrong type."""
     context = span["context"]
     start_ns = _time(span.get("start_time"), "start_time")
     end_ns = _time(span.get("end_time"), "end_time") if span.get("end_time") else start_ns
-    attributes = dict(span.get("attributes") or {})
+    raw_attributes = span.get("attributes") or {}
+    if not isinstance(raw_attributes, dict):
+        raise ValueError(f"attributes is a {type(raw_attributes).__name__}, not an object")
+    attributes = dict(raw_attributes)
     kind = span.get("span_kind")
     if isinstance(kind, str) and kind and KIND_ATTR not in attributes:
         attributes[KIND_ATTR] = kind.upper()
     attributes[EXPORT_ATTR] = "spans"
     parent = span.get("parent_id")
     status = str(span.get("status_code") or "UNSET").upper()
-    events = [_event(e) for e in span.get("events") or () if isinstance(e, dict)]
+    raw_events = span.get("events") or []
+    if not isinstance(raw_events, list):
+        raise ValueError(f"events is a {type(raw_events).__name__}, not a list")
+    events = [_event(e) for e in raw_events if isinstance(e, dict)]
     return SpanFrame(
         trace_id=derived_id(str(context["trace_id"]), size=16),
         span_id=derived_id(str(context["span_id"]), size=8),
