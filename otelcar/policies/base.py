@@ -10,12 +10,17 @@ Policies are async; plain functions are wrapped by the classes of
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from otelcar.errors import OtelcarError
 from otelcar.messages import Arguments, Message
+from otelcar.policies.digest import (
+    MessageChain,
+    canonical_json,
+    messages_digest,
+    tools_digest,
+)
 
 
 class PolicyError(OtelcarError):
@@ -43,19 +48,35 @@ class DecisionRequest:
     seed: int
     step: int | None
     agent: str | None = None
+    _messages_chain: MessageChain | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
+
+    def knowing_chain(self, chain: MessageChain | None) -> DecisionRequest:
+        """This request, told the digest chain of its messages (:mod:`otelcar.policies.digest`)
+        by a caller that built it incrementally (the replay harness); ``None`` leaves it to be
+        computed. The field is not an ``__init__`` argument, so ``dataclasses.replace`` (new
+        messages) starts without it and never carries a stale digest."""
+        object.__setattr__(self, "_messages_chain", chain)
+        return self
 
     def cache_key(self, policy: str) -> str:
-        """Identity of the request for the request cache: (policy, request, seed)."""
+        """Identity of the request for the request cache: (policy, messages, tools, params,
+        model, seed). The messages enter as their chain digest and the tools as theirs, so
+        a key costs the bytes not hashed before, not the whole context."""
         payload = {
             "policy": policy,
-            "messages": [m.to_dict() for m in self.messages],
-            "tools": list(self.tools) if self.tools is not None else None,
+            "messages": (
+                self._messages_chain.hexdigest()
+                if self._messages_chain is not None
+                else messages_digest(self.messages)
+            ),
+            "tools": tools_digest(self.tools),
             "params": self.params,
             "model": self.model,
             "seed": self.seed,
         }
-        text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

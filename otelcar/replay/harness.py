@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.errors import OtelcarError
-from otelcar.messages import Message, ToolCall
+from otelcar.messages import Message
 from otelcar.policies.base import (
     Decision,
     DecisionRequest,
@@ -30,8 +30,10 @@ from otelcar.policies.base import (
     PolicyUnavailable,
     ToolRequest,
 )
+from otelcar.policies.digest import MessageChain
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.cassette import Cassette
+from otelcar.replay.contexts import ReplayedObservation, RolloutContexts
 from otelcar.replay.plan import (
     Do,
     EditContext,
@@ -42,14 +44,7 @@ from otelcar.replay.plan import (
     Resample,
     SwapModel,
 )
-from otelcar.replay.recorded import (
-    ActionRef,
-    Literal,
-    ObsRef,
-    RecordedDecision,
-    RecordedRun,
-    same_message,
-)
+from otelcar.replay.recorded import RecordedDecision, RecordedRun, same_message
 
 DEFAULT_SLACK = 4
 
@@ -223,28 +218,21 @@ def decision_request(
     seed: int,
     step: int | None,
     agent: str | None,
+    chain: MessageChain | None = None,
 ) -> DecisionRequest:
     """The request that re-decides ``recorded`` (``None``: beyond the horizon) on ``context``:
-    the recorded tools (else those inferred from the run), sampling parameters and model."""
+    the recorded tools (else those inferred from the run), sampling parameters and model.
+    ``chain``: the digest chain of ``context`` when the caller has it."""
+    tools = run.request_tools(recorded)
     return DecisionRequest(
         messages=tuple(context),
-        tools=tuple(recorded.tools or run.tool_definitions())
-        if recorded
-        else tuple(run.tool_definitions()) or None,
+        tools=tools if recorded else tools or None,
         params=dict(recorded.params) if recorded else {},
         model=recorded.model if recorded else None,
         seed=seed,
         step=step,
         agent=agent,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayedObservation:
-    call: ToolCall
-    result: str | None
-    error: str | None
-    origin: str  # cassette | observe | tool policy name
+    ).knowing_chain(chain)
 
 
 @dataclass(slots=True)
@@ -282,75 +270,6 @@ class Rollout:
         return self.status in ("final", "horizon")
 
 
-class _State:
-    """Actions and observations of the rollout so far, and which of them changed."""
-
-    def __init__(self) -> None:
-        self.actions: dict[int, Message | None] = {}
-        self.observations: dict[int, list[ReplayedObservation]] = {}
-        self.action_changed: set[int] = set()
-        self.obs_changed: set[tuple[int, int]] = set()
-
-    def expand(self, decision: RecordedDecision) -> list[Message]:
-        """The decision's recorded context with this rollout's changes carried in."""
-        out: list[Message] = []
-        emitted: set[int] = set()
-        referenced_obs = {item.decision for item in decision.template if isinstance(item, ObsRef)}
-        for item in decision.template:
-            if isinstance(item, Literal):
-                out.append(item.message)
-            elif isinstance(item, ActionRef):
-                j = item.decision
-                if j not in self.action_changed:
-                    out.append(item.message)
-                    continue
-                action = self.actions.get(j)
-                if action is None:
-                    continue  # removed
-                out.append(_in_role(action, item.message.role))
-                if j not in referenced_obs:  # the new action has calls the recording lacked
-                    out.extend(self._obs_messages(j))
-                    emitted.add(j)
-            else:
-                j = item.decision
-                if j not in self.action_changed and (j, item.call) not in self.obs_changed:
-                    out.append(item.message)
-                    continue
-                if j in self.action_changed:
-                    if j not in emitted:
-                        out.extend(self._obs_messages(j))
-                        emitted.add(j)
-                    continue
-                obs = self.observations[j][item.call]
-                out.append(
-                    Message(
-                        "tool",
-                        obs.result if obs.result is not None else obs.error,
-                        tool_call_id=item.message.tool_call_id,
-                    )
-                )
-        return out
-
-    def _obs_messages(self, j: int) -> list[Message]:
-        return [
-            Message("tool", o.result if o.result is not None else o.error, tool_call_id=o.call.id)
-            for o in self.observations.get(j, ())
-        ]
-
-
-def _in_role(message: Message, role: str) -> Message:
-    if message.role == role:
-        return message
-    return Message(
-        role,
-        message.content,
-        message.tool_calls,
-        message.tool_call_id,
-        message.name,
-        message.reasoning,
-    )
-
-
 async def replay(
     run: RecordedRun,
     plan: Plan,
@@ -365,7 +284,7 @@ async def replay(
     check_plan(run, plan)
     slack = env.budget.slack if slack is None else slack
     result = Rollout(index=rollout, seed=base_seed, plan=plan)
-    state = _State()
+    state = RolloutContexts(run)
     cassette = Cassette(run)
     diverged = False
     previous: ReplayedDecision | None = None
@@ -386,7 +305,7 @@ async def replay(
             step = recorded.step if recorded else None
             interventions = plan.at(step) if step is not None else []
             seed = derive_seed(base_seed, rollout, k)
-            context = _context(recorded, previous, state)
+            context, chain = _context(recorded, previous, state)
             edited = False
             for item in interventions:
                 if isinstance(item, EditContext):
@@ -395,6 +314,7 @@ async def replay(
                             f"step {step}: cannot edit a context that was not captured"
                         )
                     context = item.edit.apply(context)
+                    chain = None
                     edited = True
             replayed = ReplayedDecision(
                 index=k,
@@ -408,16 +328,16 @@ async def replay(
                 seed=seed,
                 diverged_before=diverged,
             )
-            await _decide(replayed, recorded, interventions, context, run, env, diverged or edited)
+            await _decide(
+                replayed, recorded, interventions, context, chain, run, env, diverged or edited
+            )
             action_changed = (
                 recorded is None
                 or replayed.action is None
                 or recorded.action is None
                 or not same_message(replayed.action, recorded.action)
             )
-            state.actions[k] = replayed.action
-            if action_changed:
-                state.action_changed.add(k)
+            state.set_action(k, replayed.action, changed=action_changed)
             result.decisions.append(replayed)  # before the tools: a failure shows where
             await _execute(replayed, recorded, interventions, cassette, env, state)
             diverged = (
@@ -502,19 +422,17 @@ def _ends_run(
 
 
 def _context(
-    recorded: RecordedDecision | None, previous: ReplayedDecision | None, state: _State
-) -> list[Message] | None:
+    recorded: RecordedDecision | None, previous: ReplayedDecision | None, state: RolloutContexts
+) -> tuple[list[Message] | None, MessageChain | None]:
+    """The next decision's context and its digest chain (``None``: computed if asked)."""
     if recorded is not None:
-        return state.expand(recorded) if recorded.context is not None else None
+        return state.context(recorded) if recorded.context is not None else (None, None)
     assert previous is not None  # beyond the horizon: the generic transition
     context = list(previous.context or [])
     if previous.action is not None:
         context.append(previous.action)
-    context.extend(
-        Message("tool", o.result if o.result is not None else o.error, tool_call_id=o.call.id)
-        for o in previous.observations
-    )
-    return context
+    context.extend(o.message(o.call.id) for o in previous.observations)
+    return context, None
 
 
 async def _decide(
@@ -522,6 +440,7 @@ async def _decide(
     recorded: RecordedDecision | None,
     interventions: list,
     context: list[Message] | None,
+    chain: MessageChain | None,
     run: RecordedRun,
     env: Environment,
     context_changed: bool,
@@ -564,6 +483,7 @@ async def _decide(
         seed=replayed.seed,
         step=replayed.recorded_step,
         agent=replayed.agent,
+        chain=chain,
     )
     decision, cached = await env.decide(policy, request)
     if cached:
@@ -579,12 +499,13 @@ async def _execute(
     interventions: list,
     cassette: Cassette,
     env: Environment,
-    state: _State,
+    state: RolloutContexts,
 ) -> None:
     action = replayed.action
     if action is None:
-        state.observations[replayed.index] = []
+        state.set_observations(replayed.index, [], ())
         return
+    changed: list[int] = []
     mocks = {i.call: i.observation for i in interventions if isinstance(i, Observe)}
     for index, call in enumerate(action.tool_calls):
         recorded_obs = (
@@ -626,5 +547,5 @@ async def _execute(
                 obs = ReplayedObservation(call, text, None, f"tool:{policy.name}")
         replayed.observations.append(obs)
         if recorded_obs is None or recorded_obs.result != obs.result:
-            state.obs_changed.add((replayed.index, index))
-    state.observations[replayed.index] = replayed.observations
+            changed.append(index)
+    state.set_observations(replayed.index, replayed.observations, changed)

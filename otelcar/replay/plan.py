@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any, ClassVar
 
 from otelcar.errors import OtelcarError
@@ -241,12 +242,24 @@ class Plan:
         return Plan(self.interventions + extra)
 
     def at(self, step: int) -> list[Intervention]:
-        """Interventions addressed to ``step`` (SwapModel ranges included)."""
-        return [
-            i
-            for i in self.interventions
-            if (i.covers(step) if isinstance(i, SwapModel) else i.step == step)
-        ]
+        """Interventions addressed to ``step`` (SwapModel ranges included), in plan order.
+        An index by step is built on first use, so a rollout's look-ups are linear in its
+        decisions, not decisions × interventions."""
+        index = self._by_step
+        positions = index.get(step, ())
+        ranges = [i for i in index.get(None, ()) if self.interventions[i].covers(step)]
+        if ranges:
+            positions = tuple(sorted((*positions, *ranges)))
+        return [self.interventions[i] for i in positions]
+
+    @cached_property
+    def _by_step(self) -> dict[int | None, tuple[int, ...]]:
+        """Positions of the interventions per step; ``None``: the SwapModel ranges."""
+        index: dict[int | None, list[int]] = {}
+        for position, item in enumerate(self.interventions):
+            key = None if isinstance(item, SwapModel) else item.step
+            index.setdefault(key, []).append(position)
+        return {key: tuple(positions) for key, positions in index.items()}
 
     def steps(self) -> set[int]:
         return {i.step for i in self.interventions if not isinstance(i, SwapModel)}

@@ -81,13 +81,36 @@ class RecordedDecision:
         return self.action is not None and not self.action.tool_calls
 
 
+@dataclass(frozen=True, slots=True)
+class ContextLink:
+    """How decision ``index``'s context template relates to an earlier one.
+
+    ``parent`` is the latest earlier decision with a captured context whose template is the
+    first ``shared`` items of this one, such that expanding those items gives the same
+    messages under both templates in any rollout (``None``: build from scratch).
+    ``observed`` is the set of decisions whose observations this template references (an
+    action that changes is followed by its new observations only where it is not)."""
+
+    parent: int | None
+    shared: int
+    observed: frozenset[int]
+
+
 @dataclass(slots=True)
 class RecordedRun:
-    """Everything the harness needs from one trace."""
+    """Everything the harness needs from one trace.
+
+    Derived views (tool definitions, context links) are computed once, on first use: a run
+    is not changed after :func:`load_run` builds it."""
 
     trace_id: str
     decisions: list[RecordedDecision]
     steps: pl.DataFrame
+    _tools: tuple[dict[str, Any], ...] | None = field(default=None, repr=False, compare=False)
+    _links: tuple[ContextLink, ...] | None = field(default=None, repr=False, compare=False)
+    _own_tools: dict[int, tuple[dict[str, Any], ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def horizon(self) -> int:
@@ -100,7 +123,32 @@ class RecordedRun:
         raise KeyError(f"step {step} is not a decision (LLM) step of trace {self.trace_id}")
 
     def tool_definitions(self) -> list[dict[str, Any]]:
-        """Tools recorded with any request, else minimal definitions inferred from calls."""
+        """Tools recorded with any request, else minimal definitions inferred from calls
+        (a new list each call; the definitions are computed once per run)."""
+        if self._tools is None:
+            self._tools = tuple(self._find_tool_definitions())
+        return list(self._tools)
+
+    def request_tools(self, decision: RecordedDecision | None) -> tuple[dict[str, Any], ...]:
+        """The tools a re-decision of ``decision`` (``None``: beyond the horizon) offers: its
+        own recorded tools, else the run's (:meth:`tool_definitions`). The same tuple object
+        for every call with the same decision, so its digest is computed once."""
+        if decision is not None and decision.tools:
+            own = self._own_tools.get(decision.index)
+            if own is None:
+                own = self._own_tools[decision.index] = tuple(decision.tools)
+            return own
+        if self._tools is None:
+            self._tools = tuple(self._find_tool_definitions())
+        return self._tools
+
+    def context_links(self) -> tuple[ContextLink, ...]:
+        """One :class:`ContextLink` per decision (computed once per run)."""
+        if self._links is None:
+            self._links = _context_links(self.decisions)
+        return self._links
+
+    def _find_tool_definitions(self) -> list[dict[str, Any]]:
         for decision in self.decisions:
             if decision.tools:
                 return decision.tools
@@ -121,6 +169,39 @@ class RecordedRun:
                         "inferred": True,
                     }
         return list(seen.values())
+
+
+def _context_links(decisions: list[RecordedDecision]) -> tuple[ContextLink, ...]:
+    """Link each decision's template to the previous captured one when it extends it.
+
+    Expanding an item depends on the rollout's changes to the decisions it references, and
+    for an action on whether the template references that action's observations. Between
+    the parent and this decision only decisions at or after the parent change (the parent's
+    template references none of them), so the shared items expand alike when every action
+    they reference has its observations referenced by both templates or by neither."""
+    links: list[ContextLink] = []
+    parent: RecordedDecision | None = None
+    for decision in decisions:
+        template = decision.template
+        observed = frozenset(item.decision for item in template if isinstance(item, ObsRef))
+        link = ContextLink(None, 0, observed)
+        if parent is not None and decision.context is not None:
+            shared = len(parent.template)
+            earlier = links[parent.index].observed
+            if (
+                shared <= len(template)
+                and template[:shared] == parent.template
+                and all(
+                    (item.decision in observed) == (item.decision in earlier)
+                    for item in parent.template
+                    if isinstance(item, ActionRef)
+                )
+            ):
+                link = ContextLink(parent.index, shared, observed)
+        links.append(link)
+        if decision.context is not None:
+            parent = decision
+    return tuple(links)
 
 
 def _json_type(value: Any) -> dict[str, Any]:
@@ -216,7 +297,9 @@ def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
             )
     for decision in decisions:
         decision.template = _template(decision, decisions)
-    return RecordedRun(trace_id, decisions, steps)
+    run = RecordedRun(trace_id, decisions, steps)
+    run.context_links()  # once, here: linear in the recorded messages, like the templates
+    return run
 
 
 def _template(decision: RecordedDecision, decisions: list[RecordedDecision]) -> list[TemplateItem]:

@@ -1,0 +1,99 @@
+"""Digests that identify a decision request for the request cache.
+
+A context's digest is a hash chain over its messages: ``c₀ = H("otelcar.messages.v1")``,
+``cᵢ₊₁ = H(cᵢ ‖ H(mᵢ))``, where ``H(m)`` hashes the message's canonical JSON
+(:meth:`~otelcar.messages.Message.to_dict`, sorted keys). A context that extends another
+continues its chain (:class:`MessageChain`), so the replay harness, whose contexts grow by
+a few messages per decision, hashes each message once per rollout instead of the whole
+context at every re-decision; anyone else computes the same digest from the messages
+(:func:`messages_digest`). Equal message sequences have equal digests; the chain is
+order-sensitive and length-delimited (each link hashes a fixed-size message digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from otelcar.messages import Message
+
+_SEED = hashlib.sha256(b"otelcar.messages.v1").digest()
+_TOOLS_MEMO_SIZE = 256
+
+
+def canonical_json(value: Any) -> str:
+    """The text every digest hashes: sorted keys, UTF-8 kept, unknown types as ``str``."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def message_digest(message: Message) -> bytes:
+    """The 32-byte digest of one message."""
+    return hashlib.sha256(canonical_json(message.to_dict()).encode("utf-8")).digest()
+
+
+class MessageChain:
+    """The digest of a message sequence, as an immutable chain: :meth:`extended` is O(1) and
+    shares this chain, and nothing is hashed until :meth:`hexdigest` is asked (a rollout
+    whose decisions are all held never asks). Each link's state is computed once."""
+
+    __slots__ = ("_messages", "_parent", "_state")
+
+    def __init__(
+        self, parent: MessageChain | None = None, messages: tuple[Message, ...] = ()
+    ) -> None:
+        self._parent = parent
+        self._messages = messages
+        self._state: bytes | None = _SEED if parent is None and not messages else None
+
+    def extended(self, messages: Iterable[Message]) -> MessageChain:
+        """The chain of this sequence followed by ``messages``."""
+        added = tuple(messages)
+        return MessageChain(self, added) if added else self
+
+    def hexdigest(self) -> str:
+        pending: list[MessageChain] = []
+        node: MessageChain | None = self
+        while node is not None and node._state is None:
+            pending.append(node)
+            node = node._parent
+        state = node._state if node is not None else _SEED
+        assert state is not None
+        for link in reversed(pending):
+            for message in link._messages:
+                state = hashlib.sha256(state + message_digest(message)).digest()
+            link._state = state
+        assert self._state is not None
+        return self._state.hex()
+
+
+def messages_digest(messages: Iterable[Message]) -> str:
+    """The chain digest of ``messages`` computed from scratch."""
+    return MessageChain().extended(messages).hexdigest()
+
+
+_tools_memo: OrderedDict[int, tuple[object, str]] = OrderedDict()
+_tools_lock = threading.Lock()
+
+
+def tools_digest(tools: tuple[dict[str, Any], ...] | None) -> str | None:
+    """The digest of a request's tool definitions, remembered for the last few tuples seen
+    (the harness passes the same tuple for every re-decision of a run). The memo holds the
+    tuple itself, so an id is never reused while remembered; definitions are not changed
+    after a request is made."""
+    if tools is None:
+        return None
+    with _tools_lock:
+        entry = _tools_memo.get(id(tools))
+        if entry is not None and entry[0] is tools:
+            _tools_memo.move_to_end(id(tools))
+            return entry[1]
+    digest = hashlib.sha256(canonical_json(list(tools)).encode("utf-8")).hexdigest()
+    with _tools_lock:
+        _tools_memo[id(tools)] = (tools, digest)
+        if len(_tools_memo) > _TOOLS_MEMO_SIZE:
+            _tools_memo.popitem(last=False)
+    return digest

@@ -1,0 +1,169 @@
+"""Incremental contexts and digest chains give exactly what expansion from scratch gives.
+
+The harness builds each decision's context from the previous one and continues its digest
+(:mod:`otelcar.replay.contexts`). These tests replay the framework fixtures (real
+instrumentations: multi-agent views, rewritten histories, user follow-ups) under random plans
+twice — with the context links, and with every link cut so each context is expanded from its
+template alone — and require the same contexts, actions and origins, and every request's
+digest equal to the digest computed from its messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+
+from otelcar import Store, import_files
+from otelcar.messages import Message, ToolCall
+from otelcar.policies import (
+    CallableLLMPolicy,
+    CallableToolPolicy,
+    DecisionRequest,
+    PolicyRegistry,
+)
+from otelcar.policies.digest import MessageChain, messages_digest
+from otelcar.replay import Do, Environment, Observe, Plan, Remove, Resample, load_run
+from otelcar.replay.engine import run_sync
+from otelcar.replay.harness import replay
+from otelcar.replay.recorded import ContextLink, RecordedRun
+
+FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
+EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
+CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
+
+
+def _runs(folder: Path, tmp_path: Path) -> list[RecordedRun]:
+    """Every trace with two or more decisions among the trace files under ``folder``."""
+    store = Store(tmp_path / "store")
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
+    files = [p for p in files if p.suffix not in (".py", ".txt") and p.name != "expected.json"]
+    import_files(files, store=store)
+    runs = []
+    for trace_id in store.traces()["trace_id"].to_list():
+        run = load_run(trace_id, store.steps(trace_id))
+        if run.horizon >= 2:
+            runs.append(run)
+    return runs
+
+
+def _unlinked(run: RecordedRun) -> RecordedRun:
+    """The same run with every context link cut: each context expanded from scratch."""
+    links = tuple(ContextLink(None, 0, link.observed) for link in run.context_links())
+    return dataclasses.replace(run, _links=links)
+
+
+def _policy(seen: list[DecisionRequest]):
+    def decide(request: DecisionRequest) -> Message:
+        seen.append(request)
+        rng = random.Random(request.seed)
+        if rng.random() < 0.5:
+            return Message("assistant", f"answer {rng.randrange(3)}")
+        name = rng.choice(["search", "lookup"])
+        return Message("assistant", None, (ToolCall(name, {"q": rng.randrange(3)}, "c1"),))
+
+    return decide
+
+
+def _env(seen: list[DecisionRequest]) -> Environment:
+    registry = PolicyRegistry().register("llm", CallableLLMPolicy(_policy(seen), name="p"))
+    registry.register("tool:*", CallableToolPolicy(lambda request: "tool says hi", name="t"))
+    return Environment(registry)
+
+
+def _plans(run: RecordedRun, rng: random.Random, count: int) -> list[Plan]:
+    steps = [d.step for d in run.decisions]
+    plans = [Plan()]
+    for _ in range(count):
+        step = rng.choice(steps)
+        decision = run.decision_at_step(step)
+        kind = rng.choice(["resample", "resample_from", "do", "remove", "observe"])
+        if kind == "resample":
+            plans.append(Plan((Resample(step),)))
+        elif kind == "resample_from":
+            plans.append(Plan.resample_from(step, steps))
+        elif kind == "do":
+            plans.append(Plan((Do(step, Message("assistant", "forced answer")),)))
+        elif kind == "remove":
+            plans.append(Plan((Remove(step),)))
+        elif decision.action is not None and decision.action.tool_calls:
+            plans.append(Plan((Observe(step, "mocked observation", 0),)))
+    return plans
+
+
+def _check_same_as_from_scratch(run: RecordedRun, rng: random.Random, where: str) -> None:
+    for plan in _plans(run, rng, 6):
+        for rollout in range(2):
+            seen_fast: list[DecisionRequest] = []
+            seen_slow: list[DecisionRequest] = []
+            fast = run_sync(replay(run, plan, _env(seen_fast), rollout=rollout))
+            slow = run_sync(replay(_unlinked(run), plan, _env(seen_slow), rollout=rollout))
+            assert (fast.status, fast.error) == (slow.status, slow.error)
+            assert len(fast.decisions) == len(slow.decisions)
+            for a, b in zip(fast.decisions, slow.decisions, strict=True):
+                assert a.context == b.context, (where, plan.describe(), a.index)
+                assert (a.action, a.origin, a.observations) == (
+                    b.action,
+                    b.origin,
+                    b.observations,
+                )
+            assert [r.messages for r in seen_fast] == [r.messages for r in seen_slow]
+            for request in seen_fast:
+                fresh = dataclasses.replace(request)  # the digest is not carried over
+                assert request.cache_key("p") == fresh.cache_key("p"), where
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_incremental_contexts_equal_contexts_from_scratch(name: str, tmp_path: Path) -> None:
+    runs = _runs(FRAMEWORKS / name, tmp_path)
+    if not runs:
+        pytest.skip(f"{name}: no trace with two decisions")
+    rng = random.Random(name)
+    for run in runs:
+        _check_same_as_from_scratch(run, rng, name)
+
+
+def test_incremental_contexts_on_third_party_traces(tmp_path: Path) -> None:
+    if not EXTERNAL.is_dir():
+        pytest.skip(f"{EXTERNAL} not found (../shared/data/external beside the clone)")
+    runs = _runs(EXTERNAL, tmp_path)
+    assert runs, "no third-party trace with two decisions"
+    rng = random.Random(7)
+    for run in runs:
+        _check_same_as_from_scratch(run, rng, run.trace_id)
+
+
+def test_long_run_links_every_context_and_replays_alike() -> None:
+    from otelcar.synthetic import single_culprit, steps_table
+
+    steps = steps_table(single_culprit(30, 11))
+    run = load_run(steps["trace_id"][0], steps)
+    links = run.context_links()
+    assert [link.parent for link in links] == [None, *range(run.horizon - 1)]
+    _check_same_as_from_scratch(run, random.Random(3), "synthetic")
+
+
+def test_digest_chain_is_order_and_boundary_sensitive() -> None:
+    a, b = Message("user", "ab"), Message("user", "c")
+    a2, b2 = Message("user", "a"), Message("user", "bc")
+    assert messages_digest([a, b]) != messages_digest([a2, b2])
+    assert messages_digest([a, b]) != messages_digest([b, a])
+    assert messages_digest([]) != messages_digest([Message("user", "")])
+    chain = MessageChain().extended([a])
+    fork = chain.extended([b])
+    assert fork.hexdigest() == messages_digest([a, b])  # computed through the parent
+    assert chain.hexdigest() == messages_digest([a])
+    assert chain.extended([]) is chain
+
+
+def test_replaced_request_never_keeps_a_stale_digest() -> None:
+    request = DecisionRequest(
+        messages=(Message("user", "one"),), tools=None, params={}, model=None, seed=1, step=0
+    ).knowing_chain(MessageChain().extended([Message("user", "one")]))
+    other = dataclasses.replace(request, messages=(Message("user", "two"),))
+    assert other.cache_key("p") != request.cache_key("p")
+    assert other.cache_key("p") == DecisionRequest(
+        messages=(Message("user", "two"),), tools=None, params={}, model=None, seed=1, step=0
+    ).cache_key("p")
