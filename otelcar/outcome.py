@@ -16,6 +16,12 @@ whether the run **failed**. Built-ins:
 
 ``any`` / ``all`` combine rules. An argument matcher is a literal (equal, numbers compared
 exactly) or a string ``"re:<regex>"`` (full match on the value's text).
+
+The built-ins read a run as its :class:`RunEvent` sequence (the agent's outputs and the tool
+calls with their results, in order): :func:`events_of` reads it from a steps table, and the
+replay harness makes it from a rollout directly (``otelcar.replay.rollout_table``), so judging
+a rollout builds no table. An outcome whose ``judges_events`` is true offers
+``failed_on(events)``; any other (a ``function`` outcome, a third party's) gets the table.
 """
 
 from __future__ import annotations
@@ -45,6 +51,47 @@ class Outcome(Protocol):
     async def failed(self, steps: pl.DataFrame) -> bool: ...
 
 
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """One event of a run as the built-in outcomes read it: an LLM step's ``output`` (``None``
+    when not captured), or a tool call (``tool_name``, decoded ``arguments``, ``result``)."""
+
+    kind: str  # "llm" | "tool"
+    output: Message | None = None
+    tool_name: str | None = None
+    arguments: Any = None
+    result: str | None = None
+
+
+_EVENT_COLUMNS = ("step", "kind", "output", "tool_name", "tool_args", "tool_result")
+
+
+def events_of(steps: pl.DataFrame) -> list[RunEvent]:
+    """The LLM and tool steps of a steps table (recorded or rollout) as events, in step
+    order; contexts are not read."""
+    events: list[RunEvent] = []
+    table = steps.select(_EVENT_COLUMNS).filter(pl.col("kind").is_in(["llm", "tool"]))
+    for row in table.sort("step").iter_rows(named=True):
+        if row["kind"] == "llm":
+            output = row["output"]
+            events.append(RunEvent("llm", Message.from_row(output) if output else None))
+        else:
+            events.append(
+                RunEvent(
+                    "tool",
+                    tool_name=row["tool_name"],
+                    arguments=decode_arguments(row["tool_args"]),
+                    result=row["tool_result"],
+                )
+            )
+    return events
+
+
+def judges_events(outcome: Any) -> bool:
+    """Whether ``outcome`` can judge a run from its events (``failed_on``) alone."""
+    return bool(getattr(outcome, "judges_events", False))
+
+
 def _matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, str) and expected.startswith("re:"):
         text = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False)
@@ -52,25 +99,34 @@ def _matches(expected: Any, actual: Any) -> bool:
     return expected == actual
 
 
-def tool_calls(steps: pl.DataFrame, tool: str) -> list[Any]:
-    """Arguments of every call of ``tool`` in a steps table (tool steps)."""
-    rows = steps.filter((pl.col("kind") == "tool") & (pl.col("tool_name") == tool))
-    return [decode_arguments(text) for text in rows["tool_args"].to_list()]
+def tool_calls(events: list[RunEvent], tool: str) -> list[Any]:
+    """Arguments of every call of ``tool`` among a run's events."""
+    return [e.arguments for e in events if e.kind == "tool" and e.tool_name == tool]
 
 
-def final_answer(steps: pl.DataFrame) -> str | None:
-    """The text of the last LLM output if it requested no tool call (else ``None``: the run
-    did not end with an answer)."""
-    for row in reversed(steps.filter(pl.col("kind") == "llm").sort("step").to_dicts()):
-        if row["output"] is None:
-            continue
-        message = Message.from_row(row["output"])
-        return message.content if not message.tool_calls else None
+def final_answer(events: list[RunEvent]) -> str | None:
+    """The text of the last captured LLM output if it requested no tool call (else ``None``:
+    the run did not end with an answer)."""
+    for event in reversed(events):
+        if event.kind == "llm" and event.output is not None:
+            return event.output.content if not event.output.tool_calls else None
     return None
 
 
+class _EventOutcome:
+    """A built-in outcome: ``failed(steps)`` is ``failed_on(events_of(steps))``."""
+
+    judges_events = True
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        return await self.failed_on(events_of(steps))
+
+    async def failed_on(self, events: list[RunEvent]) -> bool:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class ToolCalled:
+class ToolCalled(_EventOutcome):
     tool: str
     args: Mapping[str, Any] | None = None
     negate: bool = False
@@ -86,13 +142,13 @@ class ToolCalled:
             return False
         return all(k in arguments and _matches(v, arguments[k]) for k, v in self.args.items())
 
-    async def failed(self, steps: pl.DataFrame) -> bool:
-        called = any(self._hit(a) for a in tool_calls(steps, self.tool))
+    async def failed_on(self, events: list[RunEvent]) -> bool:
+        called = any(self._hit(a) for a in tool_calls(events, self.tool))
         return not called if self.negate else called
 
 
 @dataclass(frozen=True)
-class FinalAnswer:
+class FinalAnswer(_EventOutcome):
     pattern: str | None = None
     contains: str | None = None
     negate: bool = False
@@ -109,8 +165,8 @@ class FinalAnswer:
         )
         return f"the final answer {'does not ' if self.negate else ''}{what}"
 
-    async def failed(self, steps: pl.DataFrame) -> bool:
-        answer = final_answer(steps) or ""
+    async def failed_on(self, events: list[RunEvent]) -> bool:
+        answer = final_answer(events) or ""
         if self.pattern is not None:
             hit = re.search(self.pattern, answer) is not None
         else:
@@ -119,7 +175,7 @@ class FinalAnswer:
 
 
 @dataclass(frozen=True)
-class Judge:
+class Judge(_EventOutcome):
     """Asks an LLM policy a yes/no question about the transcript ("yes" = failure)."""
 
     policy: Any
@@ -128,10 +184,10 @@ class Judge:
     def describe(self) -> str:
         return f"judge {getattr(self.policy, 'name', '?')}: {self.question}"
 
-    async def failed(self, steps: pl.DataFrame) -> bool:
+    async def failed_on(self, events: list[RunEvent]) -> bool:
         from otelcar.policies.base import DecisionRequest
 
-        transcript = _transcript(steps)
+        transcript = _transcript(events)
         if len(transcript) > MAX_JUDGE_CHARS:  # small models have small context windows
             transcript = "…" + transcript[-MAX_JUDGE_CHARS:]
         request = DecisionRequest(
@@ -154,15 +210,15 @@ class Judge:
         raise OutcomeError(f"judge answered {answer[:80]!r}, not yes or no")
 
 
-def _transcript(steps: pl.DataFrame) -> str:
+def _transcript(events: list[RunEvent]) -> str:
     lines = []
-    for row in steps.sort("step").to_dicts():
-        if row["kind"] == "llm" and row["output"] is not None:
-            message = Message.from_row(row["output"])
+    for event in events:
+        if event.kind == "llm" and event.output is not None:
+            message = event.output
             calls = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in message.tool_calls)
             lines.append(f"agent: {message.content or ''} {calls}".strip())
-        elif row["kind"] == "tool":
-            lines.append(f"tool {row['tool_name']} → {row['tool_result']}")
+        elif event.kind == "tool":
+            lines.append(f"tool {event.tool_name} → {event.result}")
     return "\n".join(lines)
 
 
@@ -191,9 +247,19 @@ class AnyOf:
     def describe(self) -> str:
         return " or ".join(r.describe() for r in self.rules)
 
+    @property
+    def judges_events(self) -> bool:
+        return all(judges_events(rule) for rule in self.rules)
+
     async def failed(self, steps: pl.DataFrame) -> bool:
         for rule in self.rules:
             if await rule.failed(steps):
+                return True
+        return False
+
+    async def failed_on(self, events: list[RunEvent]) -> bool:
+        for rule in self.rules:
+            if await rule.failed_on(events):  # type: ignore[attr-defined]
                 return True
         return False
 
@@ -205,9 +271,19 @@ class AllOf:
     def describe(self) -> str:
         return " and ".join(r.describe() for r in self.rules)
 
+    @property
+    def judges_events(self) -> bool:
+        return all(judges_events(rule) for rule in self.rules)
+
     async def failed(self, steps: pl.DataFrame) -> bool:
         for rule in self.rules:
             if not await rule.failed(steps):
+                return False
+        return True
+
+    async def failed_on(self, events: list[RunEvent]) -> bool:
+        for rule in self.rules:
+            if not await rule.failed_on(events):  # type: ignore[attr-defined]
                 return False
         return True
 

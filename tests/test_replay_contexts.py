@@ -1,4 +1,5 @@
-"""Incremental contexts and digest chains give exactly what expansion from scratch gives.
+"""Incremental contexts, digest chains and event-judged rollouts give exactly what the plain
+constructions give (expansion from scratch, the rollout's steps table).
 
 The harness builds each decision's context from the previous one and continues its digest
 (:mod:`otelcar.replay.contexts`). These tests replay the framework fixtures (real
@@ -17,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from otelcar import Store, import_files
+from otelcar.attribution.steps.attribute import Negated
 from otelcar.messages import Message, ToolCall
+from otelcar.outcome import AllOf, AnyOf, FinalAnswer, ToolCalled, events_of, judges_events
 from otelcar.policies import (
     CallableLLMPolicy,
     CallableToolPolicy,
@@ -29,6 +32,7 @@ from otelcar.replay import Do, Environment, Observe, Plan, Remove, Resample, loa
 from otelcar.replay.engine import run_sync
 from otelcar.replay.harness import replay
 from otelcar.replay.recorded import ContextLink, RecordedRun
+from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout_steps
 
 FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
@@ -167,3 +171,46 @@ def test_replaced_request_never_keeps_a_stale_digest() -> None:
     assert other.cache_key("p") == DecisionRequest(
         messages=(Message("user", "two"),), tools=None, params={}, model=None, seed=1, step=0
     ).cache_key("p")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_rollout_events_are_what_the_table_reads(name: str, tmp_path: Path) -> None:
+    """Judging a rollout from its events (no table) sees exactly what the table shows."""
+    rng = random.Random(name)
+    for run in _runs(FRAMEWORKS / name, tmp_path):
+        tools = sorted(
+            {c.name for d in run.decisions for c in (d.action.tool_calls if d.action else ())}
+            | {"search", "lookup"}
+        )
+        outcomes = [
+            *(ToolCalled(t) for t in tools),
+            ToolCalled("search", {"q": 1}),
+            ToolCalled("lookup", {"q": "re:[0-2]"}, negate=True),
+            FinalAnswer(contains="answer"),
+            FinalAnswer(pattern=r"\d$", negate=True),
+        ]
+        outcomes += [AnyOf(tuple(outcomes[:2])), AllOf(tuple(outcomes[-3:])), Negated(outcomes[0])]
+        for plan in _plans(run, rng, 4):
+            rollout = run_sync(replay(run, plan, _env([]), rollout=1))
+            if not rollout.ok:
+                continue
+            table = rollout_steps(rollout)
+            assert rollout_events(rollout) == events_of(table), (name, plan.describe())
+            for outcome in outcomes:
+                assert judges_events(outcome)
+                by_events = run_sync(rollout_failed(outcome, rollout))
+                assert by_events == run_sync(outcome.failed(table)), (name, outcome.describe())
+
+
+def test_a_function_outcome_still_gets_the_steps_table() -> None:
+    from otelcar.outcome import FunctionOutcome
+    from otelcar.synthetic import single_culprit, steps_table
+
+    steps = steps_table(single_culprit(4, 1))
+    run = load_run(steps["trace_id"][0], steps)
+    seen = []
+    outcome = FunctionOutcome(lambda table: seen.append(table.columns) or False)
+    rollout = run_sync(replay(run, Plan(), _env([])))
+    assert not judges_events(outcome) and not judges_events(AnyOf((ToolCalled("x"), outcome)))
+    assert run_sync(rollout_failed(outcome, rollout)) is False
+    assert seen and "input_messages" in seen[0]

@@ -29,7 +29,7 @@ from otelcar.outcome import Outcome
 from otelcar.replay.harness import Environment, Rollout, replay
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
-from otelcar.replay.rollout_table import rollout_steps
+from otelcar.replay.rollout_table import rollout_failed
 
 EXECUTORS = ("local", "ray")
 
@@ -66,7 +66,7 @@ async def replay_and_judge(
     failed = None
     if outcome is not None and result.ok:
         try:
-            failed = await env.bind(outcome).failed(rollout_steps(result))
+            failed = await rollout_failed(env.bind(outcome), result)
         except Exception as exc:
             result.status, result.error = "failed", f"outcome: {exc}"
     return Judged(result, failed)

@@ -23,7 +23,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Environment, replay
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import ActionRef, ObsRef, RecordedDecision, RecordedRun
-from otelcar.replay.rollout_table import rollout_steps
+from otelcar.replay.rollout_table import rollout_failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,7 @@ async def check_fidelity_async(
         steps = recorded_steps if recorded_steps is not None else run.steps
         report.recorded_failed = await outcome.failed(steps)
         if rollout.ok:
-            report.replayed_failed = await outcome.failed(rollout_steps(rollout))
+            report.replayed_failed = await rollout_failed(outcome, rollout)
     return report
 
 

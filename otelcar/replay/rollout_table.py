@@ -1,8 +1,11 @@
 """A rollout as a steps table, so reports can show the alternative timelines and outcomes
-can be evaluated on rollouts and on recorded traces alike.
+can be evaluated on rollouts and on recorded traces alike; and as the events the built-in
+outcomes read, so judging a rollout builds no table unless the outcome asks for one.
 
 The table has the steps-table columns an outcome needs (same names and dtypes as
-:data:`otelcar.schema.STEPS_SCHEMA`) plus where each step came from.
+:data:`otelcar.schema.STEPS_SCHEMA`) plus where each step came from. The events
+(:class:`~otelcar.outcome.RunEvent`) are exactly what :func:`otelcar.outcome.events_of` reads
+from that table.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from otelcar.messages import MESSAGE_DTYPE, encode_arguments
+from otelcar.messages import MESSAGE_DTYPE, Message, decode_arguments, encode_arguments
+from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.replay.harness import Rollout
 
 ROLLOUT_SCHEMA = pl.Schema(
@@ -81,3 +85,32 @@ def rollout_steps(rollout: Rollout) -> pl.DataFrame:
                 }
             )
     return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA)
+
+
+def rollout_events(rollout: Rollout) -> list[RunEvent]:
+    """The rollout's decisions and tool calls as events, with arguments and outputs passed
+    through the table's encoding, so an outcome sees what it would read from the table."""
+    events: list[RunEvent] = []
+    for decision in rollout.decisions:
+        action = decision.action
+        events.append(
+            RunEvent("llm", None if action is None else Message.from_row(action.to_row()))
+        )
+        for obs in decision.observations:
+            events.append(
+                RunEvent(
+                    "tool",
+                    tool_name=obs.call.name,
+                    arguments=decode_arguments(encode_arguments(obs.call.arguments)),
+                    result=obs.result,
+                )
+            )
+    return events
+
+
+async def rollout_failed(outcome: Outcome, rollout: Rollout) -> bool:
+    """Whether ``rollout`` failed by ``outcome``: from its events when the outcome judges
+    events (the built-ins), else from its steps table."""
+    if judges_events(outcome):
+        return bool(await outcome.failed_on(rollout_events(rollout)))  # type: ignore[attr-defined]
+    return bool(await outcome.failed(rollout_steps(rollout)))

@@ -30,7 +30,7 @@ from otelcar.messages import Message, decode_arguments
 from otelcar.outcome import Outcome
 from otelcar.replay.harness import Rollout
 from otelcar.replay.plan import Resample
-from otelcar.replay.rollout_table import rollout_steps
+from otelcar.replay.rollout_table import rollout_failed
 
 TIMELINE_VERSION = 1
 MAX_TEXT = 100_000  # characters of one message or tool result kept in a report section
@@ -279,7 +279,7 @@ class RolloutSampler:
                 failed = None
                 if outcome is not None and rollout.ok:
                     try:
-                        failed = await outcome.failed(rollout_steps(rollout))
+                        failed = await rollout_failed(outcome, rollout)
                     except Exception:
                         failed = None
                 out.append(rollout_view(rollout, resample_from=key, failed=failed))

@@ -11,16 +11,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import polars as pl
 
-from otelcar.outcome import Outcome
+from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
-from otelcar.replay.rollout_table import rollout_steps
+from otelcar.replay.rollout_table import rollout_events, rollout_steps
 
 
 @dataclass
@@ -31,18 +30,31 @@ class PlanOutcomes:
     failures: dict[int, bool | None] = field(default_factory=dict)
     repeated_first: dict[int, bool] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    factual_steps: Any = None  # the factual plan's one rollout, re-judged for every slot
+    factual: Rollout | None = None  # the factual plan's one rollout, re-judged for every slot
+    factual_steps: pl.DataFrame | None = None  # its steps table, built if an outcome needs it
+    factual_events: list[RunEvent] | None = None  # its events, made if an outcome reads them
 
     @property
     def judged(self) -> list[bool]:
         return [f for f in self.failures.values() if f is not None]
 
 
-async def _judge(outcome: Outcome, steps: Any, target: PlanOutcomes, r: int) -> bool | None:
-    """The outcome of factual slot ``r``; an outcome that raises leaves the slot unjudged and
-    is counted in ``target.errors`` like any failed rollout (it used to vanish uncounted)."""
+async def _judge_factual(
+    outcome: Outcome, target: PlanOutcomes, r: int, base_seed: int
+) -> bool | None:
+    """The outcome of factual slot ``r``, judged on the factual replay (from its events when
+    the outcome reads events, else from its steps table as slot ``r`` would have produced
+    it); an outcome that raises leaves the slot unjudged and is counted in
+    ``target.errors`` like any failed rollout (it used to vanish uncounted)."""
+    assert target.factual is not None
     try:
-        return await outcome.failed(steps)
+        if judges_events(outcome):
+            if target.factual_events is None:
+                target.factual_events = rollout_events(target.factual)
+            return await outcome.failed_on(target.factual_events)  # type: ignore[attr-defined]
+        if target.factual_steps is None:
+            target.factual_steps = rollout_steps(target.factual)
+        return await outcome.failed(as_rollout(target.factual_steps, r, base_seed))
     except Exception as exc:
         target.errors.append(f"rollout {r}: outcome: {exc}")
         return None
@@ -89,13 +101,11 @@ async def extend(
         have = len(outcomes[k].failures)
         if have >= upto:
             return
-        if k == factual and have and outcomes[k].factual_steps is not None:
+        if k == factual and have and outcomes[k].factual is not None:
             # The factual replay is deterministic: one rollout serves every slot, but the
             # outcome is judged again for each (a grader may itself be stochastic).
             for r in range(have, upto):
-                outcomes[k].failures[r] = await _judge(
-                    outcome, as_rollout(outcomes[k].factual_steps, r, seed), outcomes[k], r
-                )
+                outcomes[k].failures[r] = await _judge_factual(outcome, outcomes[k], r, seed)
             return
         count = 1 if k == factual else upto - have
         result = await run_plan_async(
@@ -121,10 +131,8 @@ async def extend(
                     recorded is not None and action is not None and same_message(action, recorded)
                 )
         if k == factual and result.rollouts and result.rollouts[0].ok:
-            target.factual_steps = rollout_steps(result.rollouts[0])
+            target.factual = result.rollouts[0]
             for r in range(have + 1, upto):
-                target.failures[r] = await _judge(
-                    outcome, as_rollout(target.factual_steps, r, seed), target, r
-                )
+                target.failures[r] = await _judge_factual(outcome, target, r, seed)
 
     await asyncio.gather(*(one(k) for k in sorted(needed)))

@@ -63,7 +63,7 @@ from otelcar.attribution.steps.refute import refute
 from otelcar.attribution.steps.result import AttributionResult
 from otelcar.attribution.steps.shapley import shapley_values
 from otelcar.errors import OtelcarError
-from otelcar.outcome import Outcome
+from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import RolloutsFailed
 from otelcar.replay.fidelity import check_fidelity_async
@@ -84,8 +84,15 @@ class Negated:
     def describe(self) -> str:
         return f"not ({self.inner.describe()})"
 
+    @property
+    def judges_events(self) -> bool:
+        return judges_events(self.inner)
+
     async def failed(self, steps: pl.DataFrame) -> bool:
         return not await self.inner.failed(steps)
+
+    async def failed_on(self, events: list[RunEvent]) -> bool:
+        return not await self.inner.failed_on(events)  # type: ignore[attr-defined]
 
 
 async def harmful_step(run: RecordedRun, outcome: Outcome) -> int | None:
