@@ -1,0 +1,99 @@
+"""Framework CPU per policy call of ``attribute``, by outcome kind and trace length.
+
+For each length ``n`` the script builds the scripted ``single_culprit(n, n // 2)`` scenario
+(:mod:`otelcar.synthetic`: a seeded policy that costs one dict look-up, so all CPU is the
+framework's) and attributes it twice in the same run, with the same seed:
+
+* ``function``: the scenario's own ``function`` outcome (a Python function over the
+  rollout's steps table, as a user writes one): every rollout's steps table is built;
+* ``tool_called``: the equivalent built-in outcome (``act`` called with ``v = "BAD"``),
+  judged on the rollout's events: no table is built.
+
+Both must give the same verdict, rollouts and policy calls (the script exits 1 otherwise).
+It prints CPU time (this process), policy calls, rollouts, CPU per policy call and per
+rollout, and the ratio of the two outcome kinds. Timings are printed, never asserted.
+
+Run ``python benchmarks/rollout_cost.py`` (``--sizes 10,30`` by default, about a minute on
+2 cores). See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from otelcar import synthetic
+from otelcar.attribution import attribute
+from otelcar.outcome import ToolCalled
+from otelcar.replay import load_run
+
+
+def measure(n: int, outcome_kind: str, seed: int, rollouts: int | None) -> dict:
+    scenario = synthetic.single_culprit(n, n // 2)
+    steps, registry, function_outcome = synthetic.build(scenario)
+    outcome = function_outcome if outcome_kind == "function" else ToolCalled("act", {"v": "BAD"})
+    run = load_run(steps["trace_id"][0], steps)
+    options = {"seed": seed} if rollouts is None else {"seed": seed, "rollouts": rollouts}
+    start = time.process_time()
+    result = attribute(run, registry=registry, outcome=outcome, **options).to_dict()
+    cpu = time.process_time() - start
+    cost = result["cost"]
+    return {
+        "cpu_s": cpu,
+        "calls": cost["llm_calls"],
+        "rollouts": cost["rollouts_run"],
+        "verdict": (result.get("verdict"), result.get("culprit")),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,30", help="trace lengths (decisions)")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--rollouts", type=int, default=None, help="fixed rollouts per plan")
+    args = parser.parse_args(argv)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+        check=False,
+    ).stdout.strip()
+    print(f"machine: {platform.platform()}; Python {platform.python_version()}; otelcar {commit}")
+    print(
+        "| n | outcome | CPU s | policy calls | rollouts | CPU ms / call | CPU ms / rollout |"
+        "\n|---|---|---|---|---|---|---|"
+    )
+    failed = False
+    for n in (int(x) for x in args.sizes.split(",")):
+        rows = {
+            kind: measure(n, kind, args.seed, args.rollouts) for kind in ("function", "tool_called")
+        }
+        for kind, row in rows.items():
+            print(
+                f"| {n} | {kind} | {row['cpu_s']:.2f} | {row['calls']} | {row['rollouts']} | "
+                f"{row['cpu_s'] / max(row['calls'], 1) * 1e3:.3f} | "
+                f"{row['cpu_s'] / max(row['rollouts'], 1) * 1e3:.2f} |"
+            )
+        a, b = rows["function"], rows["tool_called"]
+        same = (a["calls"], a["rollouts"], a["verdict"]) == (
+            b["calls"],
+            b["rollouts"],
+            b["verdict"],
+        )
+        print(
+            f"n={n}: tool_called / function CPU = {b['cpu_s'] / a['cpu_s']:.2f}; "
+            f"same result: {same}"
+        )
+        failed |= not same
+    if failed:
+        print("FAILED: the two outcome kinds disagreed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
