@@ -46,9 +46,10 @@ class ReplayedObservation:
 
 @dataclass(slots=True)
 class _Built:
-    """A decision's expanded (pre-edit) context, the actions whose new observations it
-    already carries, and the digest chain over its messages."""
+    """Decision ``index``'s expanded (pre-edit) context, the actions whose new observations
+    it already carries, and the digest chain over its messages."""
 
+    index: int
     messages: list[Message]
     emitted: set[int]
     chain: MessageChain
@@ -65,7 +66,7 @@ class RolloutContexts:
         self.observations: dict[int, list[ReplayedObservation]] = {}
         self.action_changed: set[int] = set()
         self.obs_changed: set[tuple[int, int]] = set()
-        self._built: dict[int, _Built] = {}
+        self._latest: _Built | None = None  # only the latest context is ever a parent
 
     def set_action(self, decision: int, action: Message | None, *, changed: bool) -> None:
         self.actions[decision] = action
@@ -84,17 +85,17 @@ class RolloutContexts:
         if its digest is asked)."""
         assert decision.context is not None
         link = self._links[decision.index]
-        parent = self._built.get(link.parent) if link.parent is not None else None
-        if parent is None:
-            built = _Built([], set(), MessageChain())
+        parent = self._latest
+        if parent is None or link.parent is None or parent.index != link.parent:
+            built = _Built(decision.index, [], set(), MessageChain())
             start = 0
         else:
-            built = _Built(list(parent.messages), set(parent.emitted), parent.chain)
+            built = _Built(decision.index, list(parent.messages), set(parent.emitted), parent.chain)
             start = link.shared
         added = self._expand(decision.template[start:], link, built.emitted)
         built.messages.extend(added)
         built.chain = built.chain.extended(added)
-        self._built = {decision.index: built}  # only the latest is ever a parent
+        self._latest = built
         return built.messages, built.chain
 
     def _expand(

@@ -125,9 +125,7 @@ class RecordedRun:
     def tool_definitions(self) -> list[dict[str, Any]]:
         """Tools recorded with any request, else minimal definitions inferred from calls
         (a new list each call; the definitions are computed once per run)."""
-        if self._tools is None:
-            self._tools = tuple(self._find_tool_definitions())
-        return list(self._tools)
+        return list(self.request_tools(None))
 
     def request_tools(self, decision: RecordedDecision | None) -> tuple[dict[str, Any], ...]:
         """The tools a re-decision of ``decision`` (``None``: beyond the horizon) offers: its
