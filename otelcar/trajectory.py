@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otelcar.conventions import PARAM_KEYS, UNREAD, USAGE_KEYS, MappedSpan, map_span
+from otelcar.conventions.memo import derived_each, trace_memo
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, encode_arguments
 
@@ -85,7 +86,21 @@ def build_trace(
     for siblings in children.values():
         siblings.sort(key=lambda s: (s.start_ns, s.end_ns, s.seq))
 
-    mapped = {sid: map_span(span, logs_by_span.get(sid, ())) for sid, span in unique.items()}
+    with trace_memo():  # histories repeat their messages: each is decoded once
+        mapped = {sid: map_span(span, logs_by_span.get(sid, ())) for sid, span in unique.items()}
+        return _steps(trace_id, unique, children, orphans, mapped, logs, unlinked_logs)
+
+
+def _steps(
+    trace_id: str,
+    unique: dict[str, SpanFrame],
+    children: dict[str | None, list[SpanFrame]],
+    orphans: set[str],
+    mapped: dict[str, MappedSpan],
+    logs: Sequence[LogFrame],
+    unlinked_logs: int,
+) -> TraceBuild:
+    """The steps of a trace whose spans are mapped (the second half of :func:`build_trace`)."""
     absorbed = _merge_stacked(unique, children, mapped)
     merged_into: dict[str, list[str]] = defaultdict(list)
     for source_id, target_id in absorbed.items():
@@ -455,8 +470,13 @@ def _synthesize(call_row: _Row, index: int, call: ToolCall, rows: list[_Row]) ->
     return row
 
 
-def _messages(items: Iterable[Message] | None) -> list[dict[str, Any]] | None:
-    return None if items is None else [m.to_row() for m in items]
+def _messages(items: Iterable[Message] | None, field: str) -> list[dict[str, Any]] | None:
+    """The table rows of one of a step's message lists (``field`` names it)."""
+    return None if items is None else derived_each(("row", field), list(items), _row_of)
+
+
+def _row_of(_position: int, message: Message) -> dict[str, Any]:
+    return message.to_row()
 
 
 def _to_step(trace_id: str, row: _Row) -> dict[str, Any]:
@@ -487,10 +507,10 @@ def _to_step(trace_id: str, row: _Row) -> dict[str, Any]:
         "request_model": info.request_model,
         "response_model": info.response_model,
         "params": {k: info.params.get(k) for k in PARAM_KEYS} if info.params else None,
-        "input_messages": _messages(info.input_messages),
+        "input_messages": _messages(info.input_messages, "input_messages"),
         "tools_available": info.tools_available,
         "output": info.output.to_row() if info.output is not None else None,
-        "alternates": _messages(info.alternates),
+        "alternates": _messages(info.alternates, "alternates"),
         "n_choices": info.n_choices,
         "finish_reason": info.finish_reason,
         "tool_name": info.tool_name,

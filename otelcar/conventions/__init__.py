@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from otelcar.conventions.base import (
     PARAM_KEYS,
@@ -28,6 +29,7 @@ from otelcar.conventions.langfuse import LangfuseMapper
 from otelcar.conventions.langsmith import LangSmithMapper
 from otelcar.conventions.latitude import LatitudeMapper
 from otelcar.conventions.litellm_raw import LiteLLMRawMapper
+from otelcar.conventions.memo import derived_each
 from otelcar.conventions.openinference import OpenInferenceMapper
 from otelcar.conventions.openllmetry import OpenLLMetryMapper
 from otelcar.conventions.tool_payloads import unwrap_arguments, unwrap_result
@@ -154,21 +156,24 @@ def _check_unread(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame])
     return mapped
 
 
+def _with_normal_role(_position: int, message: Any) -> Any:
+    """``message`` with its role in the normalized vocabulary (anything else unchanged)."""
+    if not isinstance(message, Message):
+        return message
+    fixed = normalize_role(message.role) if isinstance(message.role, str) else message.role
+    return message if fixed == message.role else replace(message, role=fixed)
+
+
 def _normalized(mapped: MappedSpan) -> MappedSpan:
     """Roles in the normalized vocabulary, tool payloads out of the frameworks' wrappers
     (:mod:`.tool_payloads`): the same for every mapper, built-in or not."""
 
-    def role(message: Message) -> Message:
-        fixed = normalize_role(message.role) if isinstance(message.role, str) else message.role
-        return message if fixed == message.role else replace(message, role=fixed)
-
     if mapped.input_messages:
-        mapped.input_messages = [
-            role(m) if isinstance(m, Message) else m for m in mapped.input_messages
-        ]
+        inputs = list(mapped.input_messages)
+        mapped.input_messages = derived_each("normalized-role", inputs, _with_normal_role)
     if isinstance(mapped.output, Message):
-        mapped.output = role(mapped.output)
-    mapped.alternates = [role(m) if isinstance(m, Message) else m for m in mapped.alternates]
+        mapped.output = _with_normal_role(0, mapped.output)
+    mapped.alternates = [_with_normal_role(0, m) for m in mapped.alternates]
     if mapped.kind == "tool":
         if isinstance(mapped.tool_result, str):
             mapped.tool_result = unwrap_result(mapped.tool_result)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Protocol
 
+from otelcar.conventions.memo import decode_json, derived_each
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import MAX_DEPTH, depth, loads_value
+from otelcar.ingest.jsontext import MAX_DEPTH, depth
 from otelcar.messages import Arguments, Message, ToolCall, text_of
 
 STEP_KINDS = ("llm", "tool", "agent", "other")
@@ -153,7 +156,7 @@ class Attrs:
             return None
         if isinstance(value, str):
             try:
-                decoded = loads_value(value)
+                decoded = decode_json(value)
             except ValueError as exc:
                 self.truncated.append(key)
                 issues.append(
@@ -204,8 +207,10 @@ def storable(mapped: MappedSpan) -> MappedSpan:
             mapped.issues.append(f"{name} was a {type(value).__name__}, not text; kept as text")
     notes: dict[str, None] = {}
     if mapped.input_messages is not None:
-        inputs = mapped.input_messages
-        mapped.input_messages = [_message(m, "input_messages", notes) for m in inputs]
+        inputs = list(mapped.input_messages)
+        results = derived_each("storable-input", inputs, _noted_message)
+        mapped.input_messages = list(map(itemgetter(0), results))
+        notes.update(dict.fromkeys(chain.from_iterable(map(itemgetter(1), results))))
     if mapped.output is not None:
         mapped.output = _message(mapped.output, "output", notes)
     mapped.alternates = [_message(m, "alternates", notes) for m in mapped.alternates]
@@ -218,6 +223,13 @@ def storable(mapped: MappedSpan) -> MappedSpan:
 
 _MESSAGE_TEXT = ("role", "content", "tool_call_id", "name", "reasoning")
 _TOOL_TEXT = ("type", "name", "description", "parameters")
+
+
+def _noted_message(_position: int, message: Any) -> tuple[Message, dict[str, None]]:
+    """:func:`_message` of a history message, with the notes it gave (computed once per
+    message object in a trace's build: histories repeat their messages)."""
+    own: dict[str, None] = {}
+    return _message(message, "input_messages", own), own
 
 
 def _message(message: Any, where: str, notes: dict[str, None]) -> Message:

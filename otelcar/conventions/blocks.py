@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelcar.ingest.jsontext import loads_value
+from otelcar.conventions.memo import decode_json
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 
@@ -76,7 +76,7 @@ def read_blocks(value: Any, *, parse_json: bool = True) -> Blocks:
     if isinstance(value, str):
         if parse_json and value[:1] in "[{":
             try:
-                parsed = loads_value(value)
+                parsed = decode_json(value)
             except ValueError:
                 parsed = None
             if isinstance(parsed, list) or (isinstance(parsed, dict) and _is_block(parsed)):

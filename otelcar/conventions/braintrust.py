@@ -28,9 +28,9 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, tool_definitions
+from otelcar.conventions.memo import decode_json
 from otelcar.conventions.openai_shapes import count, read_reply, request_params
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import parse_arguments, text_of
 
 NAME = "braintrust"
@@ -54,7 +54,7 @@ USAGE = {
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return loads_value(value)
+            return decode_json(value)
         except ValueError:
             return value
     return value

@@ -26,13 +26,17 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
+from otelcar.conventions.memo import decode_json, derived_each
 from otelcar.conventions.python_reprs import repr_class, tool_call_from_repr
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import json_or_literal, loads_value
+from otelcar.ingest.jsontext import json_or_literal
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "otel-genai"
@@ -415,7 +419,7 @@ def content_events(span: SpanFrame, logs: Sequence[LogFrame]) -> list[LogFrame]:
 def _parsed(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return loads_value(value)
+            return decode_json(value)
         except ValueError:
             return value
     return value
@@ -448,76 +452,82 @@ def messages_from_parts(items: Any, issues: list[str], where: str) -> list[Messa
     if not isinstance(items, list):
         issues.append(f"{where} messages are a {type(items).__name__}, not a list; ignored")
         return []
+    results = derived_each(("genai-parts", where), items, partial(_item_messages, where=where))
+    issues.extend(chain.from_iterable(map(itemgetter(1), results)))
+    return list(chain.from_iterable(map(itemgetter(0), results)))
+
+
+def _item_messages(index: int, item: Any, where: str) -> tuple[list[Message], list[str]]:
+    """One structured GenAI message (``item``, at ``index`` of its list) as normalized
+    messages, with the issues found reading it."""
+    if not isinstance(item, dict):
+        return [], [f"{where} message {index} is not an object; ignored"]
     out: list[Message] = []
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            issues.append(f"{where} message {index} is not an object; ignored")
-            continue
-        role = str(item.get("role") or ("assistant" if where == "output" else "user"))
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        reasoning: list[str] = []
-        responses: list[Message] = []
-        parts = item.get("parts")
-        if parts is None and "content" in item:  # the flat {role, content} (OpenAI) form
-            flat = read_blocks(item["content"], parse_json=False)
-            parts = [{"type": "text", "content": text} for text in flat.texts]
-            calls.extend(flat.calls)
-            responses.extend(
-                Message(role="tool", content=text, tool_call_id=call_id)
-                for call_id, text in flat.results
-            )
-        # OpenAI-shaped tool calls beside (or instead of) parts: AG2, LiteLLM.
-        calls.extend(_openai_tool_calls(item.get("tool_calls")))
-        for part in parts or ():
-            kind = part.get("type") if isinstance(part, dict) else None
-            if kind == "text":
-                content = part.get("content")
-                from_repr = tool_call_from_repr(content)
-                if from_repr is not None:  # str() of an SDK object (OpenAI Agents)
-                    calls.append(from_repr)
-                    issues.append(
-                        f"{where} message {index}: a tool call recorded as the text "
-                        f"{repr_class(content)}(…) (a Python repr); read as the tool call"
-                    )
-                elif content is not None:
-                    texts.append(text_of(content) or "")
-            elif kind == "tool_call":
-                calls.append(
-                    ToolCall(
-                        name=part.get("name"),
-                        arguments=parse_arguments(part.get("arguments")),
-                        id=part.get("id"),
-                    )
-                )
-            elif kind == "tool_call_response":
-                response = part.get("response", part.get("result"))
-                responses.append(
-                    Message(role="tool", content=text_of(response), tool_call_id=part.get("id"))
-                )
-            elif kind == "reasoning":
-                if part.get("content") is not None:
-                    reasoning.append(str(part.get("content")))
-            else:
-                issues.append(
-                    f"{where} message {index}: part type {kind!r} is not "
-                    "represented in the normalized message"
-                )
-        if responses and not texts and not calls:
-            out.extend(responses)
-            continue
-        out.append(
-            Message(
-                role=role,
-                content="\n".join(texts) if texts else None,
-                tool_calls=tuple(calls),
-                tool_call_id=_text(item.get("tool_call_id")),
-                name=item.get("name"),
-                reasoning="\n".join(reasoning) if reasoning else None,
-            )
+    issues: list[str] = []
+    role = str(item.get("role") or ("assistant" if where == "output" else "user"))
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[str] = []
+    responses: list[Message] = []
+    parts = item.get("parts")
+    if parts is None and "content" in item:  # the flat {role, content} (OpenAI) form
+        flat = read_blocks(item["content"], parse_json=False)
+        parts = [{"type": "text", "content": text} for text in flat.texts]
+        calls.extend(flat.calls)
+        responses.extend(
+            Message(role="tool", content=text, tool_call_id=call_id)
+            for call_id, text in flat.results
         )
-        out.extend(responses)
-    return out
+    # OpenAI-shaped tool calls beside (or instead of) parts: AG2, LiteLLM.
+    calls.extend(_openai_tool_calls(item.get("tool_calls")))
+    for part in parts or ():
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            content = part.get("content")
+            from_repr = tool_call_from_repr(content)
+            if from_repr is not None:  # str() of an SDK object (OpenAI Agents)
+                calls.append(from_repr)
+                issues.append(
+                    f"{where} message {index}: a tool call recorded as the text "
+                    f"{repr_class(content)}(…) (a Python repr); read as the tool call"
+                )
+            elif content is not None:
+                texts.append(text_of(content) or "")
+        elif kind == "tool_call":
+            calls.append(
+                ToolCall(
+                    name=part.get("name"),
+                    arguments=parse_arguments(part.get("arguments")),
+                    id=part.get("id"),
+                )
+            )
+        elif kind == "tool_call_response":
+            response = part.get("response", part.get("result"))
+            responses.append(
+                Message(role="tool", content=text_of(response), tool_call_id=part.get("id"))
+            )
+        elif kind == "reasoning":
+            if part.get("content") is not None:
+                reasoning.append(str(part.get("content")))
+        else:
+            issues.append(
+                f"{where} message {index}: part type {kind!r} is not "
+                "represented in the normalized message"
+            )
+    if responses and not texts and not calls:
+        return responses, issues
+    out.append(
+        Message(
+            role=role,
+            content="\n".join(texts) if texts else None,
+            tool_calls=tuple(calls),
+            tool_call_id=_text(item.get("tool_call_id")),
+            name=item.get("name"),
+            reasoning="\n".join(reasoning) if reasoning else None,
+        )
+    )
+    out.extend(responses)
+    return out, issues
 
 
 def messages_from_any(value: Any, issues: list[str], where: str) -> list[Message] | None:
@@ -556,7 +566,7 @@ def tool_definitions(
     for item in items:
         if isinstance(item, str):
             try:
-                item = loads_value(item)
+                item = decode_json(item)
             except ValueError:
                 issues.append(f"a {where} entry is not JSON; ignored")
                 continue

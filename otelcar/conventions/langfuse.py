@@ -46,8 +46,9 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
+from otelcar.conventions.memo import decode_json
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import literal_value, loads_value
+from otelcar.ingest.jsontext import literal_value
 from otelcar.messages import Arguments, Message, ToolCall, parse_arguments, text_of
 
 NAME = "langfuse"
@@ -164,7 +165,7 @@ def content_value(
     if text.endswith(TRUNCATION_MARK):
         return _truncated(key, raw, "ends with the '...[truncated]' marker", mapped)
     try:
-        value = loads_value(text)
+        value = decode_json(text)
     except ValueError as exc:
         value = _python_literal(text) if python_repr else None
         if value is None and text[:1] in ("{", "["):
@@ -195,7 +196,7 @@ def loose_json(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        decoded = loads_value(value)
+        decoded = decode_json(value)
     except ValueError:
         return value
     return decoded if isinstance(decoded, dict | list | str) else value

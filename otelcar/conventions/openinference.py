@@ -33,8 +33,8 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
+from otelcar.conventions.memo import decode_json
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "openinference"
@@ -101,7 +101,7 @@ def _prepares_a_request(span: SpanFrame) -> bool:
     if not isinstance(raw, str) or not raw.lstrip().startswith("{"):
         return False
     try:
-        value = loads_value(raw)
+        value = decode_json(raw)
     except ValueError:
         return False
     reply_keys = {"choices", "text", "content", "role", "output", "message"}
@@ -246,7 +246,7 @@ def _raw_json(
         attrs.get(mime_key)
         return attrs.json(key, mapped.issues)
     try:
-        return loads_value(value)
+        return decode_json(value)
     except ValueError:
         return None
 
@@ -296,7 +296,7 @@ def _function_results(key: str, extra: dict[str, Any], attrs: Attrs) -> list[Mes
         if not name.startswith("function.") or not isinstance(value, str):
             continue
         try:
-            item = loads_value(value)
+            item = decode_json(value)
         except ValueError:
             continue
         if not isinstance(item, dict) or "content" not in item:
@@ -478,7 +478,7 @@ def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         mapped.tool_args = parse_arguments(raw)
         if mime == JSON_MIME and isinstance(raw, str) and isinstance(mapped.tool_args, str):
             try:
-                loads_value(raw)
+                decode_json(raw)
             except ValueError:
                 attrs.truncated.append("input.value")
                 mapped.issues.append(

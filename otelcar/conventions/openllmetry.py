@@ -41,8 +41,8 @@ from otelcar.conventions.genai import (
     legacy_messages,
     normalize_finish_reason,
 )
+from otelcar.conventions.memo import decode_json
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.jsontext import loads_value
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
 NAME = "openllmetry"
@@ -272,7 +272,7 @@ def _content(key: str, value: Any, attrs: Attrs, mapped: MappedSpan) -> str | No
     if not isinstance(value, str) or not value.startswith("[{"):
         return text_of(value)
     try:
-        parts = loads_value(value)
+        parts = decode_json(value)
     except ValueError:
         attrs.truncated.append(key)
         mapped.issues.append(
@@ -393,7 +393,7 @@ def _functions(
         parameters = fields.get("parameters")
         if isinstance(parameters, str):
             try:
-                loads_value(parameters)
+                decode_json(parameters)
             except ValueError:
                 attrs.truncated.append(f"{key}.parameters")
                 mapped.issues.append(
@@ -499,7 +499,7 @@ def _entity_json(span: SpanFrame, attrs: Attrs, key: str, mapped: MappedSpan) ->
         attrs.get(key)
         return True, raw
     try:
-        value = loads_value(raw)
+        value = decode_json(raw)
     except ValueError:
         attrs.truncated.append(key)
         mapped.issues.append(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from otelcar.conventions.blocks import read_blocks
-from otelcar.ingest.jsontext import loads_value
+from otelcar.conventions.memo import decode_json
 from otelcar.messages import Arguments, text_of
 
 RESULT_KEYS = ("result", "output", "content", "text")
@@ -27,7 +27,7 @@ def unwrap_result(text: str | None) -> str | None:
     if text is None or text[:1] not in '[{"':
         return text
     try:
-        value = loads_value(text)
+        value = decode_json(text)
     except ValueError:
         return text
     inner = _inner(value, depth=0)

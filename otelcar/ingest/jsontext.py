@@ -92,10 +92,10 @@ def json_or_literal(text: str) -> Any:
 
 def _may_hold_surrogates(payload: bytes | str) -> bool:
     """Cheap pre-check: could decoding ``payload`` give a string with a surrogate?"""
-    if isinstance(payload, str):
-        if payload.isascii() and "\\" not in payload:
-            return False
-        return _MAYBE_TEXT.search(payload) is not None
+    if isinstance(payload, str):  # substring tests first: far faster than the pattern
+        if "\\u" in payload or "\\U0000" in payload:
+            return _MAYBE_TEXT.search(payload) is not None
+        return not payload.isascii() and _SURROGATE.search(payload) is not None
     if b"\\u" not in payload and b"\xed" not in payload:
         return False
     return _MAYBE_BYTES.search(payload) is not None
