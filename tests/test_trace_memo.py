@@ -8,6 +8,8 @@
   decoded before in every way JSON allows and in ways it does not (fuzzed with hypothesis).
 * A history of ``n`` turns decodes each message once: the characters handed to the JSON
   reader grow with the distinct content, not with its ``n`` repetitions.
+* The steps table built from each distinct message once (``tables.frame_of``) equals the
+  table built row by row.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from otelcar import Store, import_files
 from otelcar.conventions.memo import TraceMemo, current, decode_json, derived_each, trace_memo
 from otelcar.ingest.frames import SpanFrame
 from otelcar.ingest.jsontext import loads_value
+from otelcar.store.derived import TABLES
+from otelcar.store.tables import frame_of
 from otelcar.trajectory import build_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,3 +203,33 @@ def test_derived_each_computes_once_per_object_and_position() -> None:
     assert derived_each("k", [a, a], compute) == ["0:aaa", "1:aaa"]  # no memo: every time
     assert decode_json("[1]") == [1]
     assert len(calls) == 2
+
+
+def _rows_of(files: list[Path], root: Path) -> list[dict]:
+    from otelcar.store.tables import span_from_row
+
+    store = Store(root)
+    import_files(files, store=store)
+    rows: list[dict] = []
+    for trace_id in store.traces()["trace_id"].to_list():
+        spans = [span_from_row(r) for r in store.spans(trace_id).to_dicts()]
+        rows.extend(build_trace(trace_id, spans).steps)
+    for row in rows:
+        row["build_id"] = 0
+    return rows
+
+
+@pytest.mark.parametrize("folder", [FIXTURES, EXTERNAL], ids=["fixtures", "external"])
+def test_steps_frame_from_shared_items_equals_the_row_by_row_frame(
+    folder: Path, tmp_path: Path
+) -> None:
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not found (../shared/data/external beside the clone)")
+    rows = _rows_of(_trace_files(folder), tmp_path / "store")
+    # Mixed on purpose: no list, an empty one, and lists of unshared copies.
+    rows[0]["input_messages"], rows[1]["input_messages"] = None, []
+    rows[2]["alternates"] = [dict(m) for m in rows[2]["input_messages"] or []]
+    schema = TABLES["steps"]
+    assert frame_of(rows, schema).equals(pl.DataFrame(rows, schema=schema))
+    assert frame_of(rows[:1], schema).equals(pl.DataFrame(rows[:1], schema=schema))
+    assert frame_of([], schema).equals(pl.DataFrame([], schema=schema))

@@ -21,6 +21,7 @@ from otelcar.errors import StoreError
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.schema import LOGS_SCHEMA, RECORDS_SCHEMA, SPANS_SCHEMA, STEPS_SCHEMA, TRACES_SCHEMA
 from otelcar.store.tables import (
+    frame_of,
     log_from_row,
     span_from_row,
     write_json_atomic,
@@ -99,7 +100,7 @@ class DerivedTables:
         """Write (or, with no rows, remove a stale leftover of) one build's part."""
         path = self.part_path(table, build_id)
         if rows:
-            frame = pl.DataFrame(rows, schema=TABLES[table])
+            frame = frame_of(rows, TABLES[table])
             write_parquet_atomic(frame, path)
         else:
             path.unlink(missing_ok=True)

@@ -34,7 +34,7 @@ from otelcar.schema import TRACES_SCHEMA
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport, RecordProblem
 from otelcar.store.segments import Quarantined, SegmentLog, StoredFrame
-from otelcar.store.tables import log_row, span_row
+from otelcar.store.tables import log_rows, span_rows
 from otelcar.trajectory import build_traces
 
 log = logging.getLogger("otelcar.store")
@@ -302,8 +302,8 @@ class Store:
         all_logs = derived.load_logs(earlier, before=build_id) + logs
 
         derived.write_part("records", build_id, record_rows)
-        derived.write_part("spans", build_id, [span_row(s) for s in spans])
-        derived.write_part("logs", build_id, [log_row(r) for r in logs])
+        derived.write_part("spans", build_id, span_rows(spans))
+        derived.write_part("logs", build_id, log_rows(logs))
 
         step_rows: list[dict] = []
         summaries: list[dict] = []

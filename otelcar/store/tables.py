@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,36 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def span_row(span: SpanFrame) -> dict[str, Any]:
+class _SharedJSON:
+    """JSON text of values many rows share (one resource dict per export batch), encoded
+    once per object; empty lists and dicts without encoding."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[Any, str]] = {}
+
+    def __call__(self, value: Any) -> str:
+        if not value and isinstance(value, list | dict):
+            return "[]" if isinstance(value, list) else "{}"
+        held = self._held.get(id(value))
+        if held is None or held[0] is not value:
+            held = self._held[id(value)] = (value, _dumps(value))
+        return held[1]
+
+
+def span_rows(spans: Sequence[SpanFrame]) -> list[dict[str, Any]]:
+    """The spans table's rows of ``spans`` (:func:`span_row` of each)."""
+    shared = _SharedJSON()
+    return [span_row(span, shared) for span in spans]
+
+
+def log_rows(logs: Sequence[LogFrame]) -> list[dict[str, Any]]:
+    """The logs table's rows of ``logs`` (:func:`log_row` of each)."""
+    shared = _SharedJSON()
+    return [log_row(log, shared) for log in logs]
+
+
+def span_row(span: SpanFrame, shared: Callable[[Any], str] = _dumps) -> dict[str, Any]:
+    """One span as a row; ``shared`` encodes its events, links and resource."""
     return {
         "trace_id": span.trace_id,
         "span_id": span.span_id,
@@ -32,9 +62,9 @@ def span_row(span: SpanFrame) -> dict[str, Any]:
         "status_code": span.status_code,
         "status_message": span.status_message,
         "attributes": _dumps(span.attributes),
-        "events": _dumps(span.events),
-        "links": _dumps(span.links),
-        "resource": _dumps(span.resource),
+        "events": shared(span.events),
+        "links": shared(span.links),
+        "resource": shared(span.resource),
         "service_name": span.service_name,
         "scope_name": span.scope_name,
         "scope_version": span.scope_version,
@@ -67,7 +97,8 @@ def span_from_row(row: dict[str, Any]) -> SpanFrame:
     )
 
 
-def log_row(log: LogFrame) -> dict[str, Any]:
+def log_row(log: LogFrame, shared: Callable[[Any], str] = _dumps) -> dict[str, Any]:
+    """One log record as a row; ``shared`` encodes its resource."""
     return {
         "trace_id": log.trace_id,
         "span_id": log.span_id,
@@ -78,7 +109,7 @@ def log_row(log: LogFrame) -> dict[str, Any]:
         "attributes": _dumps(log.attributes),
         "severity_number": log.severity_number,
         "severity_text": log.severity_text,
-        "resource": _dumps(log.resource),
+        "resource": shared(log.resource),
         "scope_name": log.scope_name,
         "seq": log.seq,
         "record_id": log.record_id,
@@ -101,6 +132,61 @@ def log_from_row(row: dict[str, Any]) -> LogFrame:
         seq=row["seq"],
         record_id=row["record_id"],
     )
+
+
+def frame_of(rows: Sequence[dict[str, Any]], schema: pl.Schema | dict[str, Any]) -> pl.DataFrame:
+    """``pl.DataFrame(rows, schema=schema)``, with lists of structs built from their distinct
+    items.
+
+    The steps of a long agent run hold its conversation again in every step's
+    ``input_messages``, as lists whose items are shared objects (one row dict per message:
+    :mod:`otelcar.conventions.memo`). Each distinct item is converted once; the lists are
+    gathered from those in Polars. The frame is equal to the one built row by row.
+    """
+    nested = [
+        name
+        for name, dtype in schema.items()
+        if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)
+    ]
+    if not nested or not rows:
+        return pl.DataFrame(rows, schema=schema)
+    flat_schema = {name: dtype for name, dtype in schema.items() if name not in nested}
+    frame = pl.DataFrame(rows, schema=flat_schema)
+    columns = {name: _shared_lists(rows, name, schema[name]) for name in nested}
+    return frame.with_columns(**columns).select(list(schema))
+
+
+def _shared_lists(rows: Sequence[dict[str, Any]], name: str, dtype: pl.List) -> pl.Series:
+    """Column ``name`` of ``rows`` (lists of structs, or ``None``), each distinct item object
+    converted once."""
+    positions: dict[int, int] = {}
+    distinct: list[Any] = []
+    gather: list[int] = []
+    owner: list[int] = []
+    empty: list[bool] = []
+    for index, row in enumerate(rows):
+        items = row.get(name)
+        empty.append(items is not None and len(items) == 0)
+        if not items:
+            continue
+        for item in items:
+            position = positions.get(id(item))
+            if position is None:
+                position = positions[id(item)] = len(distinct)
+                distinct.append(item)
+            gather.append(position)
+        owner.extend([index] * len(items))
+    values = pl.Series(name, distinct, dtype=dtype.inner).gather(gather)
+    lists = (
+        pl.DataFrame({"row": pl.Series(owner, dtype=pl.UInt32), name: values})
+        .group_by("row", maintain_order=True)
+        .agg(pl.col(name))
+    )
+    every_row = pl.DataFrame({"row": pl.Series(range(len(rows)), dtype=pl.UInt32)})
+    column = every_row.join(lists, on="row", how="left").sort("row")[name].cast(dtype)
+    if any(empty):  # [] is kept apart from None
+        column = column.zip_with(~pl.Series(empty), pl.Series(name, [[]] * len(rows), dtype))
+    return column.alias(name)
 
 
 def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:

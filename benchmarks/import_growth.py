@@ -1,0 +1,145 @@
+"""How deriving one trace's steps grows with the trace's length (issue 19's import goal).
+
+A chat span of the OTel GenAI conventions carries the whole conversation so far, so a trace of
+``n`` turns holds its first messages ``n`` times: its bytes grow with ``n²``. For each length
+the script builds one agent run (``replay_overhead.synth_spans``: an ``invoke_agent`` root,
+``n`` chat spans with the history in ``gen_ai.input.messages``, ``n - 1`` tool spans whose
+results have ``--payload`` characters) and measures, CPU time in this process, best of
+``--repeat``:
+
+1. the floor: ``json.loads`` of every message attribute (each history decoded whole, as a
+   reader that keeps no memo must);
+2. ``build_trace`` (mapping and steps) as otelcar runs it, with one trace's content decoded
+   once (:mod:`otelcar.conventions.memo`);
+3. the same with the memo switched off (the path before it), up to ``--baseline-max`` steps;
+4. the steps table from the rows (``pl.DataFrame`` with the store's schema).
+
+With and without the memo the rows must be equal (the script exits 1 otherwise). It prints
+per-step costs, ratios and growth exponents between consecutive lengths (1.0 is linear in
+the steps; the bytes themselves grow with exponent 2). Timings are printed, never asserted.
+
+Run ``python benchmarks/import_growth.py`` (10, 100 and 300 steps, about a minute) or
+``--sizes 10,100,1000``. See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import math
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replay_overhead  # the same synthetic agent run as the replay benchmark
+
+import otelcar.trajectory as trajectory
+from otelcar.schema import STEPS_SCHEMA
+
+T = TypeVar("T")
+MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
+
+
+def best_cpu(function: Callable[[], T], repeat: int) -> tuple[float, T]:
+    """The least CPU time of ``repeat`` calls, and the last call's result."""
+    best = math.inf
+    result: Any = None
+    for _ in range(repeat):
+        start = time.process_time()
+        result = function()
+        best = min(best, time.process_time() - start)
+    return best, result
+
+
+def without_memo(spans: list) -> Any:
+    with contextlib.ExitStack() as stack:
+        saved = trajectory.trace_memo
+        trajectory.trace_memo = contextlib.nullcontext  # type: ignore[assignment]
+        stack.callback(setattr, trajectory, "trace_memo", saved)
+        return trajectory.build_trace(replay_overhead.TRACE_ID, spans)
+
+
+def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[str, Any]:
+    spans = replay_overhead.synth_spans(replay_overhead.Case(steps, payload), seed=1)
+    texts = [s.attributes[k] for s in spans for k in MESSAGE_KEYS if k in s.attributes]
+    chars = sum(len(v) for s in spans for v in s.attributes.values() if isinstance(v, str))
+    floor, _ = best_cpu(lambda: [json.loads(t) for t in texts], repeat)
+    memo, build = best_cpu(lambda: trajectory.build_trace(replay_overhead.TRACE_ID, spans), repeat)
+    plain = None
+    if steps <= baseline_max:
+        plain, unmemoized = best_cpu(lambda: without_memo(spans), 1)
+        if unmemoized.steps != build.steps:
+            raise SystemExit(f"FAILED: {steps} steps: rows differ with and without the memo")
+    table, frame = best_cpu(lambda: pl.DataFrame(build.steps, schema=STEPS_SCHEMA), repeat)
+    return {
+        "steps": steps,
+        "rows": frame.height,
+        "mb": chars / 1e6,
+        "floor": floor,
+        "memo": memo,
+        "plain": plain,
+        "table": table,
+    }
+
+
+def _exponent(a: dict, b: dict, key: str) -> str:
+    if a[key] is None or b[key] is None or a[key] <= 0:
+        return "-"
+    return f"{math.log(b[key] / a[key]) / math.log(b['steps'] / a['steps']):.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,100,300", help="trace lengths (chat turns)")
+    parser.add_argument("--payload", type=int, default=1024, help="tool result characters")
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    parser.add_argument(
+        "--baseline-max", type=int, default=300, help="longest trace also built without memo"
+    )
+    args = parser.parse_args(argv)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; commit {commit}")
+    python = platform.python_version()
+    print(f"machine: {platform.platform()}; Python {python}; polars {pl.__version__}")
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(f"{size} steps …", file=sys.stderr, flush=True)
+        results.append(measure(size, args.payload, args.repeat, args.baseline_max))
+    print()
+    print(
+        "| steps | rows | attribute MB | json.loads floor s | build_trace s | µs/step "
+        "| × floor | without memo s | memo speed-up | steps table s |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        plain = "-" if r["plain"] is None else f"{r['plain']:.2f}"
+        gain = "-" if r["plain"] is None else f"{r['plain'] / r['memo']:.1f}×"
+        print(
+            f"| {r['steps']} | {r['rows']} | {r['mb']:.1f} | {r['floor']:.3f} | "
+            f"{r['memo']:.3f} | {1e6 * r['memo'] / r['steps']:.0f} | "
+            f"{r['memo'] / r['floor']:.2f} | {plain} | {gain} | {r['table']:.3f} |"
+        )
+    print()
+    print("growth exponents (time ∝ steps^k between consecutive lengths):")
+    for a, b in itertools.pairwise(results):
+        print(
+            f"  {a['steps']} → {b['steps']}: build_trace {_exponent(a, b, 'memo')}, "
+            f"without memo {_exponent(a, b, 'plain')}, floor {_exponent(a, b, 'floor')}, "
+            f"steps table {_exponent(a, b, 'table')}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
