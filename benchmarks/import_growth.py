@@ -12,9 +12,12 @@ results have ``--payload`` characters) and measures, CPU time in this process, b
 2. ``build_trace`` (mapping and steps) as otelcar runs it, with one trace's content decoded
    once (:mod:`otelcar.conventions.memo`);
 3. the same with the memo switched off (the path before it), up to ``--baseline-max`` steps;
-4. the steps table from the rows (``pl.DataFrame`` with the store's schema).
+4. the steps table from the rows as the store builds it (``tables.frame_of``: each distinct
+   message converted once), and row by row (``pl.DataFrame``, the path before it), up to
+   ``--baseline-max`` steps.
 
-With and without the memo the rows must be equal (the script exits 1 otherwise). It prints
+With and without the memo the rows must be equal, and both tables too (the script exits 1
+otherwise). It prints
 per-step costs, ratios and growth exponents between consecutive lengths (1.0 is linear in
 the steps; the bytes themselves grow with exponent 2). Timings are printed, never asserted.
 
@@ -44,6 +47,7 @@ import replay_overhead  # the same synthetic agent run as the replay benchmark
 
 import otelcar.trajectory as trajectory
 from otelcar.schema import STEPS_SCHEMA
+from otelcar.store.tables import frame_of
 
 T = TypeVar("T")
 MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
@@ -79,7 +83,14 @@ def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[st
         plain, unmemoized = best_cpu(lambda: without_memo(spans), 1)
         if unmemoized.steps != build.steps:
             raise SystemExit(f"FAILED: {steps} steps: rows differ with and without the memo")
-    table, frame = best_cpu(lambda: pl.DataFrame(build.steps, schema=STEPS_SCHEMA), repeat)
+    table, frame = best_cpu(lambda: frame_of(build.steps, STEPS_SCHEMA), repeat)
+    row_by_row = None
+    if steps <= baseline_max:
+        row_by_row, plain_frame = best_cpu(
+            lambda: pl.DataFrame(build.steps, schema=STEPS_SCHEMA), 1
+        )
+        if not plain_frame.equals(frame):
+            raise SystemExit(f"FAILED: {steps} steps: frame_of differs from the row-by-row frame")
     return {
         "steps": steps,
         "rows": frame.height,
@@ -88,6 +99,7 @@ def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[st
         "memo": memo,
         "plain": plain,
         "table": table,
+        "row_by_row": row_by_row,
     }
 
 
@@ -119,16 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         "| steps | rows | attribute MB | json.loads floor s | build_trace s | µs/step "
-        "| × floor | without memo s | memo speed-up | steps table s |"
+        "| × floor | without memo s | memo speed-up | steps table s | row by row s |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         plain = "-" if r["plain"] is None else f"{r['plain']:.2f}"
         gain = "-" if r["plain"] is None else f"{r['plain'] / r['memo']:.1f}×"
+        rows = "-" if r["row_by_row"] is None else f"{r['row_by_row']:.3f}"
         print(
             f"| {r['steps']} | {r['rows']} | {r['mb']:.1f} | {r['floor']:.3f} | "
             f"{r['memo']:.3f} | {1e6 * r['memo'] / r['steps']:.0f} | "
-            f"{r['memo'] / r['floor']:.2f} | {plain} | {gain} | {r['table']:.3f} |"
+            f"{r['memo'] / r['floor']:.2f} | {plain} | {gain} | {r['table']:.3f} | {rows} |"
         )
     print()
     print("growth exponents (time ∝ steps^k between consecutive lengths):")
@@ -136,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {a['steps']} → {b['steps']}: build_trace {_exponent(a, b, 'memo')}, "
             f"without memo {_exponent(a, b, 'plain')}, floor {_exponent(a, b, 'floor')}, "
-            f"steps table {_exponent(a, b, 'table')}"
+            f"steps table {_exponent(a, b, 'table')}, row by row {_exponent(a, b, 'row_by_row')}"
         )
     return 0
 

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import otelcar.conventions.memo as memo_module
+import otelcar.store.tables as tables
 import otelcar.trajectory as trajectory
 from otelcar import Store, import_files
 from otelcar.conventions.memo import TraceMemo, current, decode_json, derived_each, trace_memo
@@ -221,7 +222,7 @@ def _rows_of(files: list[Path], root: Path) -> list[dict]:
 
 @pytest.mark.parametrize("folder", [FIXTURES, EXTERNAL], ids=["fixtures", "external"])
 def test_steps_frame_from_shared_items_equals_the_row_by_row_frame(
-    folder: Path, tmp_path: Path
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not folder.is_dir():
         pytest.skip(f"{folder} not found (../shared/data/external beside the clone)")
@@ -230,6 +231,8 @@ def test_steps_frame_from_shared_items_equals_the_row_by_row_frame(
     rows[0]["input_messages"], rows[1]["input_messages"] = None, []
     rows[2]["alternates"] = [dict(m) for m in rows[2]["input_messages"] or []]
     schema = TABLES["steps"]
-    assert frame_of(rows, schema).equals(pl.DataFrame(rows, schema=schema))
-    assert frame_of(rows[:1], schema).equals(pl.DataFrame(rows[:1], schema=schema))
-    assert frame_of([], schema).equals(pl.DataFrame([], schema=schema))
+    repeated = rows * 3  # every list item shared three times: gathered whatever the minimum
+    for minimum in (tables.SHARED_ITEMS_MIN, 0):
+        monkeypatch.setattr(tables, "SHARED_ITEMS_MIN", minimum)
+        for some in (rows, repeated, rows[:1], []):
+            assert frame_of(some, schema).equals(pl.DataFrame(some, schema=schema))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,59 +135,78 @@ def log_from_row(row: dict[str, Any]) -> LogFrame:
     )
 
 
+#: Fewer list items than this in a column: built row by row (gathering has a fixed cost).
+SHARED_ITEMS_MIN = 512
+
+
 def frame_of(rows: Sequence[dict[str, Any]], schema: pl.Schema | dict[str, Any]) -> pl.DataFrame:
     """``pl.DataFrame(rows, schema=schema)``, with lists of structs built from their distinct
-    items.
+    items where those are shared.
 
     The steps of a long agent run hold its conversation again in every step's
     ``input_messages``, as lists whose items are shared objects (one row dict per message:
     :mod:`otelcar.conventions.memo`). Each distinct item is converted once; the lists are
     gathered from those in Polars. The frame is equal to the one built row by row.
     """
-    nested = [
-        name
-        for name, dtype in schema.items()
-        if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)
-    ]
-    if not nested or not rows:
+    shared = {}
+    for name, dtype in schema.items():
+        if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
+            layout = _ListLayout.of(rows, name)
+            if layout.total >= max(SHARED_ITEMS_MIN, 2 * len(layout.distinct)):
+                shared[name] = layout.column(name, dtype)
+    if not shared:
         return pl.DataFrame(rows, schema=schema)
-    flat_schema = {name: dtype for name, dtype in schema.items() if name not in nested}
-    frame = pl.DataFrame(rows, schema=flat_schema)
-    columns = {name: _shared_lists(rows, name, schema[name]) for name in nested}
-    return frame.with_columns(**columns).select(list(schema))
+    rest = {name: dtype for name, dtype in schema.items() if name not in shared}
+    return pl.DataFrame(rows, schema=rest).with_columns(**shared).select(list(schema))
 
 
-def _shared_lists(rows: Sequence[dict[str, Any]], name: str, dtype: pl.List) -> pl.Series:
-    """Column ``name`` of ``rows`` (lists of structs, or ``None``), each distinct item object
-    converted once."""
-    positions: dict[int, int] = {}
-    distinct: list[Any] = []
-    gather: list[int] = []
-    owner: list[int] = []
-    empty: list[bool] = []
-    for index, row in enumerate(rows):
-        items = row.get(name)
-        empty.append(items is not None and len(items) == 0)
-        if not items:
-            continue
-        for item in items:
-            position = positions.get(id(item))
-            if position is None:
-                position = positions[id(item)] = len(distinct)
-                distinct.append(item)
-            gather.append(position)
-        owner.extend([index] * len(items))
-    values = pl.Series(name, distinct, dtype=dtype.inner).gather(gather)
-    lists = (
-        pl.DataFrame({"row": pl.Series(owner, dtype=pl.UInt32), name: values})
-        .group_by("row", maintain_order=True)
-        .agg(pl.col(name))
-    )
-    every_row = pl.DataFrame({"row": pl.Series(range(len(rows)), dtype=pl.UInt32)})
-    column = every_row.join(lists, on="row", how="left").sort("row")[name].cast(dtype)
-    if any(empty):  # [] is kept apart from None
-        column = column.zip_with(~pl.Series(empty), pl.Series(name, [[]] * len(rows), dtype))
-    return column.alias(name)
+@dataclass
+class _ListLayout:
+    """Where one column's list items are: the distinct item objects, and for every item of
+    every row its position among them (``gather``) and its row (``owner``)."""
+
+    rows: int
+    distinct: list[Any]
+    gather: list[int]
+    owner: list[int]
+    empty: list[bool]  # the row's list is [] (kept apart from None)
+
+    @property
+    def total(self) -> int:
+        return len(self.gather)
+
+    @classmethod
+    def of(cls, rows: Sequence[dict[str, Any]], name: str) -> _ListLayout:
+        positions: dict[int, int] = {}
+        layout = cls(len(rows), [], [], [], [])
+        for index, row in enumerate(rows):
+            items = row.get(name)
+            layout.empty.append(items is not None and len(items) == 0)
+            if not items:
+                continue
+            for item in items:
+                position = positions.get(id(item))
+                if position is None:
+                    position = positions[id(item)] = len(layout.distinct)
+                    layout.distinct.append(item)
+                layout.gather.append(position)
+            layout.owner.extend([index] * len(items))
+        return layout
+
+    def column(self, name: str, dtype: pl.List) -> pl.Series:
+        """The column: distinct items converted once, gathered into each row's list."""
+        values = pl.Series(name, self.distinct, dtype=dtype.inner).gather(self.gather)
+        lists = (
+            pl.DataFrame({"row": pl.Series(self.owner, dtype=pl.UInt32), name: values})
+            .group_by("row", maintain_order=True)
+            .agg(pl.col(name))
+        )
+        every_row = pl.DataFrame({"row": pl.Series(range(self.rows), dtype=pl.UInt32)})
+        column = every_row.join(lists, on="row", how="left").sort("row")[name].cast(dtype)
+        if any(self.empty):
+            blank = pl.Series(name, [[]] * self.rows, dtype)
+            column = column.zip_with(~pl.Series(self.empty), blank)
+        return column.alias(name)
 
 
 def write_parquet_atomic(df: pl.DataFrame, path: Path) -> None:
