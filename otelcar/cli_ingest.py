@@ -102,10 +102,12 @@ def traces_command(
     config_path: Path | None,
 ) -> None:
     """List the traces in the store (or in --source): id, service, start, steps, llm/tool
-    counts, errors, dialect, whether content was captured."""
+    counts, errors, dialect, whether content was captured. When received batches are not
+    derived yet (a receiver's backlog), says how many MB on stderr."""
     from otelcar.project_config import load_source
 
     settings = chosen_source(ctx, load_source(config_path))
+    pending = 0
     if settings is not None:
         from otelcar.sources import TraceFilter, open_source
 
@@ -113,7 +115,9 @@ def traces_command(
         with open_source(settings) as source:
             traces = source.traces(wanted)
     else:
-        traces = open_store(ctx).traces()
+        store = open_store(ctx)
+        traces = store.traces()
+        pending = store.pending_bytes()
         if service:
             traces = traces.filter(traces["service"] == service)
         if since is not None:
@@ -126,6 +130,12 @@ def traces_command(
         emit_json(traces_view(traces))
     else:
         console().print(traces_table(traces))
+    if pending:
+        console(stderr=True).print(
+            f"[yellow]{pending / 1e6:.1f} MB of received batches are not derived yet[/]: "
+            "their traces are missing here or lack those spans. A running `otelcar collect` "
+            "derives them; otherwise the next `otelcar import` (or `otelcar reindex`) does."
+        )
 
 
 @click.command("show")
@@ -272,6 +282,22 @@ def reindex_command(ctx: click.Context, as_json: bool) -> None:
     help="Open HTTP connections at most (when full, the oldest idle one makes room).",
 )
 @click.option(
+    "--max-lag",
+    "max_lag_mb",
+    type=click.FloatRange(min=0),
+    default=256.0,
+    show_default=True,
+    help="MB of received batches not yet derived past which new batches are refused as "
+    "busy (the exporters retry): intake slows to what derivation keeps up with. 0: no bound.",
+)
+@click.option(
+    "--derive",
+    type=click.Choice(["process", "thread"]),
+    default="process",
+    show_default=True,
+    help="Derive steps in a child process (on another core) or on a thread of this one.",
+)
+@click.option(
     "--grace",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -295,13 +321,17 @@ def collect_command(
     request_timeout: float,
     min_upload_rate: int,
     max_connections: int,
+    max_lag_mb: float,
+    derive: str,
     grace: float,
     ready_file: Path | None,
 ) -> None:
     """Receive OTLP traces and logs (gRPC and HTTP) into the store until Ctrl-C / SIGTERM.
 
     A batch is acknowledged only after its bytes are fsync-ed to the store's raw segments;
-    steps are derived in the background, so `otelcar traces` shows a trace within seconds.
+    steps are derived in the background (by default in a child process, on another core), so
+    `otelcar traces` shows a trace within seconds. While more than --max-lag MB wait to be
+    derived, new batches are refused as busy and the exporters retry them later.
     It may run while `otelcar import` writes the same store. On SIGTERM it stops accepting,
     answers the requests in progress (within --grace seconds) and exits 0.
     """
@@ -315,6 +345,8 @@ def collect_command(
         http_port=None if no_http else http_port,
         max_request_bytes=max_request_bytes,
         max_connections=max_connections,
+        max_lag_bytes=int(max_lag_mb * 1e6) or None,
+        derive=derive,
         deadlines=Deadlines(
             header_timeout_s=request_timeout,
             body_timeout_s=request_timeout,

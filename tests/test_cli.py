@@ -179,3 +179,22 @@ def test_version_and_help_load_no_heavy_library():
     )
     assert done.stdout.splitlines()[-1] == "[]", done.stdout
     assert "otelcar, version" in done.stdout
+
+
+def test_traces_says_what_is_received_but_not_derived(run, tmp_path: Path):
+    from otelcar import Store
+    from otelcar.importer import iter_file_records
+
+    assert run("import", str(OTLP / "new_content.traces.jsonl")).exit_code == 0
+    quiet = run("traces")
+    assert "not derived yet" not in quiet.output
+    store = Store(tmp_path / "store")
+    store.append(list(iter_file_records([OTLP / "legacy_content.traces.jsonl"])))  # no build
+    assert store.pending_bytes() > 0
+    listing = run("traces", "--json")
+    assert len(json.loads(listing.stdout)) == 1  # stdout stays the schema's list
+    assert "MB of received batches are not derived yet" in listing.stderr
+    assert run("import", str(OTLP / "new_content.traces.jsonl")).exit_code == 0  # derives all
+    assert store.pending_bytes() == 0
+    assert "not derived yet" not in run("traces").output
+    assert len(json.loads(run("traces", "--json").stdout)) == 2

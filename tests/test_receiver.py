@@ -259,6 +259,47 @@ def test_backpressure_answers_retryable_codes(tmp_path, monkeypatch):
         busy.stop()
 
 
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_derivation_backlog_past_its_bound_slows_intake(tmp_path, mode):
+    """While derivation cannot keep up (here: an import holds the store's derivation lock),
+    batches past ``max_lag_bytes`` of backlog are refused as busy; once derivation catches
+    up, intake resumes and every accepted batch is derived."""
+    store = Store(tmp_path / "s")
+    config = ReceiverConfig(
+        grpc_port=0,
+        http_port=0,
+        materialize_every_s=0.05,
+        derive=mode,
+        max_lag_bytes=len(TRACE_PB) // 2,
+    )
+    lagging = Receiver(store, config)
+    lagging.start()
+    try:
+        with store.lock("derived"):  # derivation is held back meanwhile
+            first, _ = _post(lagging.http_port, TRACE_PB)
+            assert first.status == 200
+            assert store.pending_bytes() > len(TRACE_PB)
+            time.sleep(0.15)  # the backlog figure is at most 0.1 s old
+            refused, data = _post(lagging.http_port, TRACE_JSON, content_type="application/json")
+            assert refused.status == 503 and b"behind intake" in data
+            with (
+                grpc.insecure_channel(f"127.0.0.1:{lagging.grpc_port}") as channel,
+                pytest.raises(grpc.RpcError) as busy,
+            ):
+                channel.unary_unary(EXPORT)(TRACE_PB, timeout=10)
+            assert busy.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert lagging.stats.refused == 2
+        _wait_for(lambda: store.pending_bytes() == 0)
+        time.sleep(0.15)
+        again, _ = _post(lagging.http_port, TRACE_JSON, content_type="application/json")
+        assert again.status == 200
+    finally:
+        lagging.stop()
+    assert store.pending_bytes() == 0
+    assert len(store.traces()) == 1 and len(store.records()) == 2
+    assert lagging.materialize_errors == 0
+
+
 def test_many_concurrent_connections_are_all_answered(receiver):
     def one(i: int) -> int:
         response, _ = _post(receiver.http_port, TRACE_PB)

@@ -2,9 +2,12 @@
 
 Lifecycle: :meth:`Receiver.start` listens at once; its writer thread first quarantines
 interrupted writes (under the raw lock only; requests arriving meanwhile wait in its queue,
-then are acknowledged as usual). Steps are derived in the background: what was pending
-first, then every ``materialize_every_s`` while new batches arrive, so ``otelcar traces``
-shows a trace within seconds of its export. Another process may write the same store
+then are acknowledged as usual). Steps are derived in the background, by default in a child
+process on another core (:mod:`.derivation`): what was pending first, then every
+``materialize_every_s`` while new batches arrive, so ``otelcar traces`` shows a trace within
+seconds of its export. While more than ``max_lag_bytes`` of raw records wait to be derived,
+new batches are refused as busy (the exporters retry), so intake slows to the pace
+derivation keeps and the backlog stays bounded. Another process may write the same store
 meanwhile (an ``otelcar import``): both append under the raw lock, and while the import
 holds the derivation lock its builds derive the receiver's records too.
 :meth:`Receiver.stop` stops listening, lets in-flight requests finish within a grace period,
@@ -21,6 +24,7 @@ from typing import Any
 
 from otelcar.errors import StoreBusy
 from otelcar.receiver.connections import Deadlines
+from otelcar.receiver.derivation import Derivation
 from otelcar.receiver.grpc_service import grpc_server
 from otelcar.receiver.http_service import OTLPHTTPServer
 from otelcar.receiver.stats import ReceiverStats
@@ -46,6 +50,8 @@ class ReceiverConfig:
     max_pending_bytes: int = 256 * 1024 * 1024
     materialize_every_s: float = 0.5
     ack_timeout_s: float = 30.0
+    derive: str = "process"  # "process": on another core; "thread": in this process
+    max_lag_bytes: int | None = 256 * 1024 * 1024  # backlog past which batches are refused
 
 
 class Receiver:
@@ -58,13 +64,14 @@ class Receiver:
         self.grpc_port: int | None = None
         self.http_port: int | None = None
         self.startup: ImportReport | None = None
-        self.materialize_errors = 0
         self.unfinished = 0  # HTTP requests still unfinished when stop()'s grace ran out
         self._writer: DurableWriter | None = None
         self._grpc: Any = None
         self._http: OTLPHTTPServer | None = None
         self._threads: list[threading.Thread] = []
-        self._stopping = threading.Event()
+        self.derivation = Derivation(
+            store, mode=self.config.derive, every_s=self.config.materialize_every_s
+        )
 
     def start(self) -> None:
         config = self.config
@@ -74,6 +81,7 @@ class Receiver:
             max_pending=config.max_pending,
             max_pending_bytes=config.max_pending_bytes,
             before_first_write=self._recover,
+            refuse=self._too_far_behind,
         )
         if config.grpc_port is not None:
             self._grpc, self.grpc_port = grpc_server(
@@ -97,7 +105,7 @@ class Receiver:
             )
             self.http_port = self._http.server_address[1]
             self._spawn("otelcar-http", self._http.serve_forever)
-        self._spawn("otelcar-materialize", self._materialize_loop)
+        self.derivation.start()
 
     def _recover(self) -> None:
         """Quarantine tails of writes a crash interrupted (before this receiver appends)."""
@@ -111,25 +119,25 @@ class Receiver:
         thread.start()
         self._threads.append(thread)
 
-    def _materialize_loop(self) -> None:
-        derived_upto = -1  # derive what was pending at start-up first
-        busy_logged = False
-        while True:
-            appended = self._writer.appended if self._writer else 0
-            if appended != derived_upto:
-                try:
-                    self.store.catch_up(lock_timeout_s=0)
-                    derived_upto = appended
-                    busy_logged = False
-                except StoreBusy as exc:
-                    if not busy_logged:  # an import derives; ours wait for it (not an error)
-                        log.info("deriving steps later: %s", exc)
-                        busy_logged = True
-                except Exception as exc:
-                    self.materialize_errors += 1
-                    log.error("deriving steps failed (raw records are safe; will retry): %s", exc)
-            if self._stopping.wait(self.config.materialize_every_s):
-                return
+    @property
+    def materialize_errors(self) -> int:
+        """Derivations that failed so far (each is retried; raw records are safe)."""
+        return self.derivation.errors
+
+    def _too_far_behind(self) -> str | None:
+        """Why a new batch is refused for now: derivation is more than ``max_lag_bytes``
+        behind intake (the client retries later; intake slows to what derivation keeps up
+        with)."""
+        limit = self.config.max_lag_bytes
+        if limit is None:
+            return None
+        lag = self.derivation.lag_bytes()
+        if lag <= limit:
+            return None
+        return (
+            f"deriving steps is {lag / 1e6:.0f} MB behind intake (limit "
+            f"{limit / 1e6:.0f} MB: --max-lag)"
+        )
 
     def stop(self, grace_s: float = 10.0) -> ImportReport:
         """Stop listening on both transports at once; let requests in progress finish
@@ -145,9 +153,9 @@ class Receiver:
             grpc_done.wait(grace_s + 1)
         if self._writer is not None:
             self._writer.close()
-        self._stopping.set()
+        self.derivation.stop(grace_s)  # its build in progress finishes: it holds the lock
         for thread in self._threads:
-            thread.join()  # the derive thread finishes its build: it holds the derived lock
+            thread.join()
         try:
             return self.store.catch_up(lock_timeout_s=grace_s)
         except StoreBusy as exc:

@@ -3,8 +3,9 @@
 Request threads :meth:`DurableWriter.submit` records and wait on the returned
 :class:`Ticket`; one writer thread appends everything pending in one go (group commit: one
 ``fsync`` for many requests) and then releases the tickets. When more than ``max_pending``
-records or ``max_pending_bytes`` wait, :meth:`submit` raises :class:`Backpressure` at once, so
-memory stays bounded and the client is told to retry (OTLP UNAVAILABLE / HTTP 503).
+records or ``max_pending_bytes`` wait, or while the owner's ``refuse`` check gives a reason
+(derivation too far behind), :meth:`submit` raises :class:`Backpressure` at once, so memory
+and lag stay bounded and the client is told to retry (OTLP UNAVAILABLE / HTTP 503).
 """
 
 from __future__ import annotations
@@ -56,9 +57,13 @@ class DurableWriter:
         max_pending_bytes: int = 256 * 1024 * 1024,
         ack_timeout_s: float = 30.0,
         before_first_write: Callable[[], None] | None = None,
+        refuse: Callable[[], str | None] | None = None,
     ) -> None:
         """``before_first_write`` runs on the writer thread before anything is appended
-        (the receiver's recovery: requests queue meanwhile instead of waiting to connect)."""
+        (the receiver's recovery: requests queue meanwhile instead of waiting to connect).
+        ``refuse`` is asked before each batch is queued; a reason it returns is raised as
+        :class:`Backpressure` (the receiver's bound on the derivation backlog)."""
+        self._refuse = refuse
         self.store = store
         self._before_first_write = before_first_write
         self.ack_timeout_s = ack_timeout_s  # how long a request waits for its fsync
@@ -74,6 +79,9 @@ class DurableWriter:
         self._thread.start()
 
     def submit(self, record: RawRecord) -> Ticket:
+        reason = self._refuse() if self._refuse is not None else None
+        if reason is not None:
+            raise Backpressure(reason)
         ticket = Ticket(record)
         with self._cond:
             if self._closed:
