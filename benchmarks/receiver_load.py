@@ -349,6 +349,17 @@ def _proc_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _children(pid: int) -> list[int]:
+    """Child process ids of ``pid`` (from ``/proc/PID/task/*/children``)."""
+    out: list[int] = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            out += [int(word) for word in path.read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
 @dataclass
 class Stopped:
     """How the receiver stopped."""
@@ -362,8 +373,9 @@ class Stopped:
 class ReceiverProcess:
     """``python -m otelcar.cli --store DIR collect`` on free ports, output to a log file."""
 
-    def __init__(self, store: Path, workdir: Path) -> None:
+    def __init__(self, store: Path, workdir: Path, options: Sequence[str] = ()) -> None:
         self.store = store
+        self.options = tuple(options)
         self.ready_file = workdir / "ready.json"
         self.log_path = workdir / "receiver.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -380,7 +392,11 @@ class ReceiverProcess:
         with self.log_path.open("wb") as log:
             try:
                 self.proc, ports = start_collect(
-                    self.store, self.ready_file, stdout=log, timeout_s=timeout_s
+                    self.store,
+                    self.ready_file,
+                    stdout=log,
+                    timeout_s=timeout_s,
+                    options=self.options,
                 )
             except CollectorStartError as exc:
                 raise RuntimeError(f"{exc}:\n{self.log()}") from None
@@ -398,8 +414,12 @@ class ReceiverProcess:
             time.sleep(SAMPLE_EVERY_S)
 
     def cpu_s(self) -> float | None:
-        """CPU seconds the receiver has used so far."""
-        return _proc_cpu_s(self.pid)
+        """CPU seconds the receiver and its children (the derivation process) have used
+        so far."""
+        own = _proc_cpu_s(self.pid)
+        if own is None:
+            return None
+        return own + sum(_proc_cpu_s(child) or 0.0 for child in _children(self.pid))
 
     def stop(self, timeout_s: float) -> Stopped:
         """SIGTERM, then wait (it drains and derives); SIGKILL after ``timeout_s``."""
@@ -428,12 +448,12 @@ class ReceiverProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
-def derived_so_far(store_path: Path) -> tuple[int, int]:
+def derived_so_far(store_path: Path) -> tuple[int, int, int]:
     """Records derived so far and the builds that derived them (a read-only look; readers
     never block the receiver)."""
     derived = Store(store_path, create=False).derived
-    records = derived.scan("records").select(pl.len()).collect().item()
-    return int(records), len(derived.parts("records"))
+    counts = derived.scan("records").select(pl.len(), pl.col("n_spans").sum()).collect().row(0)
+    return int(counts[0]), len(derived.parts("records")), int(counts[1] or 0)
 
 
 def receiver_log_summary(log: str) -> str:
@@ -820,6 +840,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--stop-timeout", type=float, default=900.0, help="seconds to wait for the receiver"
     )
+    parser.add_argument(
+        "--collect-option",
+        action="append",
+        default=[],
+        help="an option for `otelcar collect` (repeatable: --collect-option=--derive=thread)",
+    )
     args = parser.parse_args(argv)
     if args.clients < 1 or args.seconds <= 0 or args.spans_per_batch < 1 or args.pool < 1:
         parser.error("--clients, --seconds, --spans-per-batch and --pool must be positive")
@@ -837,7 +863,7 @@ def run(args: argparse.Namespace, workdir: Path) -> bool:
         f"{time.perf_counter() - started:.1f} s"
     )
     rates = baselines(pool)
-    receiver = ReceiverProcess(workdir / "store", workdir)
+    receiver = ReceiverProcess(workdir / "store", workdir, args.collect_option)
     try:
         receiver.start()
         print(
@@ -856,9 +882,17 @@ def run(args: argparse.Namespace, workdir: Path) -> bool:
     print(report(pool, rates, load, stopped, check))
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(
-        f"derived before SIGTERM: {derived[0]} records in {derived[1]} background builds; "
-        f"benchmark process peak RSS {own_mb} MB"
+        f"derived before SIGTERM: {derived[0]} records ({derived[2]} spans) in {derived[1]} "
+        f"background builds; benchmark process peak RSS {own_mb} MB"
     )
+    intake = check.acked_spans
+    if intake:
+        print(
+            f"derivation during the load: {derived[2] / load.seconds:,.0f} spans/s = "
+            f"{derived[2] / intake:.2f}× the acknowledged intake ({intake / load.seconds:,.0f} "
+            "spans/s); builds are committed whole, so a run shorter than a few builds "
+            "understates it"
+        )
     if check.raw_found == check.acked > check.records_found:
         recheck_after_catch_up(receiver.store, pool, load)
     return check.ok and stopped.returncode == 0

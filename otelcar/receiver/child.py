@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +26,7 @@ def start_collect(
     text: bool = False,
     timeout_s: float = 60.0,
     cwd: Path | None = None,
+    options: Sequence[str] = (),
 ) -> tuple[subprocess.Popen[Any], dict[str, int]]:
     """Start ``python -m otelcar.cli --store STORE collect`` with gRPC and HTTP on free ports
     of 127.0.0.1 and wait until it has written ``ready_file``; return the process and its
@@ -32,11 +34,12 @@ def start_collect(
     goes to ``stdout`` (as text with ``text``, as for ``subprocess.Popen``). Raises
     :class:`CollectorStartError` when the child exits first (quoting its output when
     ``stdout`` is ``subprocess.PIPE``) or is not ready after ``timeout_s`` (the child is
-    killed then). The caller stops it (SIGTERM drains; see ``collect``).
+    killed then). ``options`` are more ``collect`` options (``--max-lag``, ``--derive``). The
+    caller stops it (SIGTERM drains; see ``collect``).
     """
     ready_file.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "otelcar.cli", "--store", str(store), "collect"]
-    argv += ["--grpc-port", "0", "--http-port", "0", "--ready-file", str(ready_file)]
+    argv += ["--grpc-port", "0", "--http-port", "0", "--ready-file", str(ready_file), *options]
     process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, cwd=cwd, text=text)
     deadline = time.monotonic() + timeout_s
     while True:
