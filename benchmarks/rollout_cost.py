@@ -10,6 +10,9 @@ framework's) and attributes it twice in the same run, with the same seed:
   judged on the rollout's events: no table is built.
 
 Both must give the same verdict, rollouts and policy calls (the script exits 1 otherwise).
+When the peer agent_replay is installed (``pip install -r benchmarks/requirements-peers.txt``:
+a benchmark-only requirement), its ``attribute`` runs in the same process on the chain agent
+of ``reference/peers.md`` §4.1, and the ratio of CPU per policy call is printed.
 It prints CPU time (this process), policy calls, rollouts, CPU per policy call and per
 rollout, and the ratio of the two outcome kinds. Timings are printed, never asserted.
 
@@ -50,11 +53,65 @@ def measure(n: int, outcome_kind: str, seed: int, rollouts: int | None) -> dict:
     }
 
 
+PEER_ROLLOUTS = 60
+
+
+def measure_peer(steps: int, seed: int) -> dict | None:
+    """agent_replay's framework CPU per policy call, on the chain agent of
+    ``reference/peers.md`` §4.1 with ``steps`` steps (each step's inputs hold the previous
+    output, 3-way benign noise everywhere, step ``0.6 · steps`` emits BAD w.p. 0.6;
+    contrastive, R = 60), in this process. ``None`` when agent_replay is not installed
+    (``pip install -r benchmarks/requirements-peers.txt``)."""
+    try:
+        import agent_replay
+    except ImportError:
+        return None
+    calls = [0]
+
+    def agent(ctx) -> dict:
+        previous, bad = "start", False
+        for i in range(steps):
+
+            def produce(i: int = i) -> str:
+                calls[0] += 1
+                if i == round(0.6 * steps) and ctx.rng.random() < 0.6:
+                    return "BAD"
+                return f"s{i}-{ctx.rng.randrange(3)}"
+
+            previous = ctx.llm(f"step{i}", produce, previous=previous)
+            bad = bad or previous == "BAD"
+        return {"bad": bad}
+
+    def verifier(result: dict) -> float:
+        return 0.0 if result["bad"] else 1.0
+
+    for record_seed in range(seed, seed + 100):  # the first seed whose run fails
+        trajectory = agent_replay.record(
+            agent, session_id="bench", seed=record_seed, verifier=verifier
+        )
+        if trajectory.outcome_score is not None and trajectory.outcome_score < 0.5:
+            break
+    calls[0] = 0
+    start = time.process_time()
+    result = agent_replay.attribute(trajectory, agent, verifier, rollouts=PEER_ROLLOUTS)
+    cpu = time.process_time() - start
+    culprit = getattr(getattr(result, "culprit", None), "index", None)
+    return {
+        "cpu_s": cpu,
+        "calls": calls[0],
+        "culprit": culprit,
+        "version": agent_replay.__version__,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,30", help="trace lengths (decisions)")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--rollouts", type=int, default=None, help="fixed rollouts per plan")
+    parser.add_argument(
+        "--no-peer", action="store_true", help="skip agent_replay even when it is installed"
+    )
     args = parser.parse_args(argv)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
@@ -69,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "\n|---|---|---|---|---|---|---|"
     )
     failed = False
+    per_call: dict[int, float] = {}
     for n in (int(x) for x in args.sizes.split(",")):
         rows = {
             kind: measure(n, kind, args.seed, args.rollouts) for kind in ("function", "tool_called")
@@ -80,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['cpu_s'] / max(row['rollouts'], 1) * 1e3:.2f} |"
             )
         a, b = rows["function"], rows["tool_called"]
+        per_call[n] = b["cpu_s"] / max(b["calls"], 1)
         same = (a["calls"], a["rollouts"], a["verdict"]) == (
             b["calls"],
             b["rollouts"],
@@ -90,6 +149,22 @@ def main(argv: list[str] | None = None) -> int:
             f"same result: {same}"
         )
         failed |= not same
+    for n, ours in per_call.items():
+        peer = None if args.no_peer else measure_peer(n, args.seed)
+        if peer is None:
+            print(
+                "agent_replay: skipped (--no-peer)"
+                if args.no_peer
+                else "agent_replay: not measured (pip install -r benchmarks/requirements-peers.txt)"
+            )
+            break
+        peer_ms = peer["cpu_s"] / max(peer["calls"], 1) * 1e3
+        print(
+            f"agent_replay {peer['version']} (same run): {n}-step chain agent, contrastive "
+            f"R={PEER_ROLLOUTS}: CPU {peer['cpu_s']:.2f} s, {peer['calls']} policy calls, "
+            f"{peer_ms:.3f} ms / call, culprit step {peer['culprit']}; otelcar (tool_called) / "
+            f"agent_replay CPU per policy call = {ours * 1e3 / peer_ms:.1f}× (goal: ≤ 2×)"
+        )
     if failed:
         print("FAILED: the two outcome kinds disagreed", file=sys.stderr)
     return 1 if failed else 0
