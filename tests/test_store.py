@@ -193,3 +193,16 @@ def test_headline_reasons_end_at_a_phrase_never_mid_word(store: Store, tmp_path:
 
     long = _reason_kind("word " * 60)
     assert len(long) <= REASON_KIND_CHARS + 2 and long.endswith("word …")
+
+
+def test_a_store_reads_what_another_writer_derived_since(tmp_path: Path) -> None:
+    """A long-lived reader (the receiver's, a console) sees builds another process committed:
+    records, steps, spans and traces alike."""
+    reader = Store(tmp_path / "store")
+    assert reader.records().height == 0
+    writer = Store(tmp_path / "store")  # as another process would open it
+    import_files([OTLP / "new_content.traces.jsonl"], store=writer)
+    assert reader.records().height == writer.records().height > 0
+    assert reader.steps(NEW_CONTENT).height == 7
+    assert reader.spans(NEW_CONTENT).height == writer.spans(NEW_CONTENT).height > 0
+    assert reader.traces()["trace_id"].to_list() == [NEW_CONTENT]

@@ -66,6 +66,7 @@ class Store:
                 raise StoreError(f"{marker}: unknown store layout {layout!r}")
         self.raw = SegmentLog(self.root / "raw")
         self.derived = DerivedTables(self.root / "derived")
+        self._derived_seen: tuple[int, int, int] | None = None  # state.json when last read
 
     # -- locking -----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -346,9 +347,22 @@ class Store:
             pending += max(0, size - materialized.get(segment, 0))
         return pending
 
+    def _current(self) -> DerivedTables:
+        """The derived tables as last committed, by this process or another (a receiver's
+        derivation child, a concurrent import): reloaded when ``state.json`` changed."""
+        try:
+            stat = (self.root / "derived" / "state.json").stat()
+            seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        except FileNotFoundError:
+            seen = None
+        if seen != self._derived_seen:
+            self.derived = DerivedTables(self.root / "derived")
+            self._derived_seen = seen
+        return self.derived
+
     def traces(self) -> pl.DataFrame:
         """The trace index (:data:`otelcar.schema.TRACES_SCHEMA`), oldest first."""
-        return self.derived.traces()
+        return self._current().traces()
 
     def resolve(self, prefix: str) -> str:
         """The full trace id matching a unique (case-insensitive) prefix."""
@@ -367,22 +381,25 @@ class Store:
     def steps(self, trace_id: str | None = None) -> pl.DataFrame:
         """Steps of one trace (id or unique prefix), or of every trace when ``None``."""
         if trace_id is None:
-            return self.derived.steps()
-        return self.derived.steps([self.resolve(trace_id)])
+            return self._current().steps()
+        return self._current().steps([self.resolve(trace_id)])
 
     def spans(self, trace_id: str) -> pl.DataFrame:
         """Every stored span occurrence of one trace (duplicates included)."""
         full = self.resolve(trace_id)
-        return self.derived.scan("spans").filter(pl.col("trace_id") == full).sort("seq").collect()
+        spans = self._current().scan("spans")
+        return spans.filter(pl.col("trace_id") == full).sort("seq").collect()
 
     def logs(self, trace_id: str) -> pl.DataFrame:
         """Every stored log record of one trace."""
         full = self.resolve(trace_id)
-        return self.derived.scan("logs").filter(pl.col("trace_id") == full).sort("seq").collect()
+        logs = self._current().scan("logs")
+        return logs.filter(pl.col("trace_id") == full).sort("seq").collect()
 
     def records(self) -> pl.DataFrame:
         """One row per raw record: where it came from, its status and reason."""
-        return self.derived.scan("records").sort("build_id", "segment", "offset").collect()
+        records = self._current().scan("records")
+        return records.sort("build_id", "segment", "offset").collect()
 
 
 def _describe(found: list[Quarantined]) -> list[str]:
