@@ -101,6 +101,9 @@ def _slow_client(port: int, *, headers_done: bool, stop: threading.Event, result
 
 
 def _receiver(tmp_path: Path, **overrides) -> Receiver:
+    # Deriving on a thread: these tests time HTTP handling on 2 cores, and a derivation
+    # child's start-up (its imports) would compete with the clients for no purpose here.
+    overrides.setdefault("derive", "thread")
     config = ReceiverConfig(grpc_port=0, http_port=0, materialize_every_s=0.1, **overrides)
     running = Receiver(Store(tmp_path / "store"), config)
     running.start()

@@ -8,10 +8,11 @@ the default), which works on another core; ``mode="thread"`` keeps it in the rec
 process (one core, no child).
 
 Either way derivation is :meth:`otelcar.store.Store.catch_up`: the store's locks and its
-state file make it safe beside the receiver's appends, and a derivation cut short (the child
-killed) is redone from the raw records. :meth:`Derivation.lag_bytes` is how many bytes of
-raw records wait to be derived (refreshed every ``every_s``); the receiver refuses new
-batches while it exceeds its bound (backpressure).
+state file make it safe beside the receiver's appends, and a derivation cut short (the
+receiver killed) is redone from the raw records by the next writer.
+:meth:`Derivation.lag_bytes` is how many bytes of raw records wait to be derived (measured
+at most :data:`LAG_MAX_AGE_S` ago); the receiver refuses new batches while it exceeds its
+bound (backpressure).
 """
 
 from __future__ import annotations
@@ -120,15 +121,12 @@ class Derivation:
                 self._lag_at = now
             return self._lag
 
-    def stop(self, grace_s: float) -> None:
-        """Stop deriving: the build in progress finishes within ``grace_s``, else a child is
-        killed (what it had not committed is derived again later)."""
+    def stop(self) -> None:
+        """Stop deriving once the derivation in progress is done (it derives everything
+        pending when it started, in bounded builds; the backlog bound keeps that short).
+        What arrives after it is left to the caller's last :meth:`Store.catch_up`."""
         if self._worker is None:
             return
         self._stop.set()
-        self._worker.join(grace_s)
-        if self.mode == "process" and self._worker.is_alive():
-            log.warning("derivation still busy after %.0f s: stopped (it is redone later)", grace_s)
-            self._worker.kill()
-            self._worker.join()
+        self._worker.join()
         self._worker = None

@@ -153,7 +153,7 @@ class Receiver:
             grpc_done.wait(grace_s + 1)
         if self._writer is not None:
             self._writer.close()
-        self.derivation.stop(grace_s)  # its build in progress finishes: it holds the lock
+        self.derivation.stop()  # its derivation in progress finishes: it holds the lock
         for thread in self._threads:
             thread.join()
         try:
