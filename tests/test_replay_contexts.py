@@ -214,3 +214,27 @@ def test_a_function_outcome_still_gets_the_steps_table() -> None:
     assert not judges_events(outcome) and not judges_events(AnyOf((ToolCalled("x"), outcome)))
     assert run_sync(rollout_failed(outcome, rollout)) is False
     assert seen and "input_messages" in seen[0]
+
+
+@pytest.mark.parametrize("folder", [FRAMEWORKS, EXTERNAL], ids=["frameworks", "external"])
+def test_load_run_reads_each_message_as_the_table_holds_it(folder: Path, tmp_path: Path) -> None:
+    """``load_run`` shares one object per distinct message (histories repeat theirs): every
+    context and action must still equal the row read on its own, shared or not."""
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not found (../shared/data/external beside the clone)")
+    store = Store(tmp_path / "store")
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
+    import_files([p for p in files if p.suffix not in (".py", ".txt")], store=store)
+    decisions = 0
+    for trace_id in store.traces()["trace_id"].to_list():
+        steps = store.steps(trace_id)
+        run = load_run(trace_id, steps)
+        rows = {r["step"]: r for r in steps.to_dicts()}
+        for decision in run.decisions:
+            row = rows[decision.step]
+            if decision.context is not None:
+                assert decision.context == [Message.from_row(m) for m in row["input_messages"]]
+            if row["output"] is not None:
+                assert decision.action == Message.from_row(row["output"])
+            decisions += 1
+    assert decisions > 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import polars as pl
@@ -217,6 +218,31 @@ def _json_type(value: Any) -> dict[str, Any]:
     return {}
 
 
+class _MessageReader:
+    """Table rows of messages as :class:`Message`, one object per distinct content: a long
+    run's steps repeat their history, and each message is decoded once."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[Any, ...], Message] = {}
+
+    def __call__(self, row: dict[str, Any]) -> Message:
+        calls = tuple(
+            (c.get("id"), c.get("name"), c.get("arguments")) for c in row.get("tool_calls") or ()
+        )
+        key = (
+            row["role"],
+            row.get("content"),
+            row.get("tool_call_id"),
+            row.get("name"),
+            row.get("reasoning"),
+            calls,
+        )
+        held = self._seen.get(key)
+        if held is None:
+            held = self._seen[key] = Message.from_row(row)
+        return held
+
+
 def same_message(a: Message, b: Message) -> bool:
     """Equality of messages as decisions: role, text (empty and missing are the same) and
     tool calls by name and arguments. Call ids are ignored: providers mint new ones."""
@@ -245,18 +271,22 @@ def _tools(row: dict[str, Any]) -> list[dict[str, Any]] | None:
 def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
     """Build the recorded run of one trace from its steps table."""
     rows = steps.sort("step").to_dicts()
-    tool_rows = [r for r in rows if r["kind"] == "tool"]
+    tools_by_call_step: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["kind"] == "tool":
+            tools_by_call_step.setdefault(r["call_step"], []).append(r)
+    message = _MessageReader()
     decisions: list[RecordedDecision] = []
     for row in rows:
         if row["kind"] != "llm":
             continue
         captured = bool(row["content_captured"])
         context = (
-            [Message.from_row(m) for m in row["input_messages"]]
+            [message(m) for m in row["input_messages"]]
             if row["input_messages"] is not None and captured
             else None
         )
-        action = Message.from_row(row["output"]) if row["output"] is not None else None
+        action = message(row["output"]) if row["output"] is not None else None
         decision = RecordedDecision(
             index=len(decisions),
             step=row["step"],
@@ -283,7 +313,7 @@ def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
         decisions.append(decision)
     for decision in decisions:
         calls = decision.action.tool_calls if decision.action else ()
-        linked = [r for r in tool_rows if r["call_step"] == decision.step]
+        linked = tools_by_call_step.get(decision.step, [])
         for index, call in enumerate(calls):
             row = next((r for r in linked if call.id and r["tool_call_id"] == call.id), None)
             if row is None and index < len(linked) and not call.id:
@@ -293,23 +323,27 @@ def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
             decision.observations.append(
                 RecordedObservation(call, result, row["step"] if row else None, error)
             )
+    by_call_id: dict[str, tuple[int, int]] = {}  # observations of the decisions so far
     for decision in decisions:
-        decision.template = _template(decision, decisions)
+        decision.template = _template(decision, decisions, by_call_id)
+        for i, obs in enumerate(decision.observations):
+            if obs.call.id:
+                by_call_id[obs.call.id] = (decision.index, i)
     run = RecordedRun(trace_id, decisions, steps)
     run.context_links()  # once, here: linear in the recorded messages, like the templates
     return run
 
 
-def _template(decision: RecordedDecision, decisions: list[RecordedDecision]) -> list[TemplateItem]:
-    """Explain each message of a recorded context by an earlier action or observation."""
+def _template(
+    decision: RecordedDecision,
+    decisions: list[RecordedDecision],
+    by_call_id: dict[str, tuple[int, int]],
+) -> list[TemplateItem]:
+    """Explain each message of a recorded context by an earlier action or observation
+    (``by_call_id``: the earlier decisions' observations by call id, later ones winning)."""
     if decision.context is None:
         return []
     earlier = decisions[: decision.index]
-    by_call_id: dict[str, tuple[int, int]] = {}
-    for d in earlier:
-        for i, obs in enumerate(d.observations):
-            if obs.call.id:
-                by_call_id[obs.call.id] = (d.index, i)
     items: list[TemplateItem] = []
     last_action: int | None = None
     pending_calls: list[int] = []
@@ -329,7 +363,7 @@ def _template(decision: RecordedDecision, decisions: list[RecordedDecision]) -> 
             match = next(
                 (
                     d
-                    for d in earlier[cursor:]
+                    for d in islice(earlier, cursor, None)
                     if d.action is not None and same_message(d.action, _as_role(message, d))
                 ),
                 None,
