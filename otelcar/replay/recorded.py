@@ -364,7 +364,8 @@ def _template(
                 (
                     d
                     for d in islice(earlier, cursor, None)
-                    if d.action is not None and same_message(d.action, _as_role(message, d))
+                    if d.action is not None
+                    and (d.action is message or same_message(d.action, _as_role(message, d)))
                 ),
                 None,
             )
