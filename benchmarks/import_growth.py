@@ -65,11 +65,13 @@ def best_cpu(function: Callable[[], T], repeat: int) -> tuple[float, T]:
 
 
 def without_memo(spans: list) -> Any:
-    with contextlib.ExitStack() as stack:
-        saved = trajectory.trace_memo
-        trajectory.trace_memo = contextlib.nullcontext  # type: ignore[assignment]
-        stack.callback(setattr, trajectory, "trace_memo", saved)
+    """``build_trace`` with the per-trace memo switched off (the path before it)."""
+    saved = trajectory.trace_memo
+    trajectory.trace_memo = contextlib.nullcontext  # type: ignore[assignment]
+    try:
         return trajectory.build_trace(replay_overhead.TRACE_ID, spans)
+    finally:
+        trajectory.trace_memo = saved
 
 
 def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[str, Any]:
