@@ -54,7 +54,9 @@ class Outcome(Protocol):
 @dataclass(frozen=True, slots=True)
 class RunEvent:
     """One event of a run as the built-in outcomes read it: an LLM step's ``output`` (``None``
-    when not captured), or a tool call (``tool_name``, decoded ``arguments``, ``result``)."""
+    when not captured), or a tool call (``tool_name``, decoded ``arguments``, ``result``).
+    Events are read-only: a rollout's events share their messages and arguments with other
+    rollouts' where the action is the same object (a held or cached decision)."""
 
     kind: str  # "llm" | "tool"
     output: Message | None = None

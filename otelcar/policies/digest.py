@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from otelcar.identity import IdentityMemo
 from otelcar.messages import Message
 
 _SEED = hashlib.sha256(b"otelcar.messages.v1").digest()
-_TOOLS_MEMO_SIZE = 256
+#: Message digests remembered: every rollout's contexts reuse the recorded messages.
+_MESSAGE_DIGESTS: IdentityMemo[Message, bytes] = IdentityMemo(1 << 16)
+#: Tool-definition digests remembered: the harness passes the same tuple for every
+#: re-decision of a run.
+_TOOLS_DIGESTS: IdentityMemo[tuple[dict[str, Any], ...], str] = IdentityMemo(256)
 
 
 def canonical_json(value: Any) -> str:
@@ -31,7 +34,12 @@ def canonical_json(value: Any) -> str:
 
 
 def message_digest(message: Message) -> bytes:
-    """The 32-byte digest of one message."""
+    """The 32-byte digest of one message (remembered for the message object: messages are
+    not changed after they are made)."""
+    return _MESSAGE_DIGESTS.get(message, _message_digest)
+
+
+def _message_digest(message: Message) -> bytes:
     return hashlib.sha256(canonical_json(message.to_dict()).encode("utf-8")).digest()
 
 
@@ -75,25 +83,13 @@ def messages_digest(messages: Iterable[Message]) -> str:
     return MessageChain().extended(messages).hexdigest()
 
 
-_tools_memo: OrderedDict[int, tuple[object, str]] = OrderedDict()
-_tools_lock = threading.Lock()
-
-
 def tools_digest(tools: tuple[dict[str, Any], ...] | None) -> str | None:
-    """The digest of a request's tool definitions, remembered for the last few tuples seen
-    (the harness passes the same tuple for every re-decision of a run). The memo holds the
-    tuple itself, so an id is never reused while remembered; definitions are not changed
-    after a request is made."""
+    """The digest of a request's tool definitions (remembered for the tuple: definitions
+    are not changed after a request is made)."""
     if tools is None:
         return None
-    with _tools_lock:
-        entry = _tools_memo.get(id(tools))
-        if entry is not None and entry[0] is tools:
-            _tools_memo.move_to_end(id(tools))
-            return entry[1]
-    digest = hashlib.sha256(canonical_json(list(tools)).encode("utf-8")).hexdigest()
-    with _tools_lock:
-        _tools_memo[id(tools)] = (tools, digest)
-        if len(_tools_memo) > _TOOLS_MEMO_SIZE:
-            _tools_memo.popitem(last=False)
-    return digest
+    return _TOOLS_DIGESTS.get(tools, _tools_digest)
+
+
+def _tools_digest(tools: tuple[dict[str, Any], ...]) -> str:
+    return hashlib.sha256(canonical_json(list(tools)).encode("utf-8")).hexdigest()

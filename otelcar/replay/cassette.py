@@ -9,33 +9,48 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import Any
 
+from otelcar.identity import IdentityMemo
 from otelcar.messages import Arguments
 from otelcar.replay.recorded import RecordedRun
+
+Results = dict[tuple[str, str], list[tuple[str | None, str | None]]]
+
+#: Canonical texts of argument objects, and each run's recorded results, remembered: every
+#: rollout looks up the same recorded calls of the same run.
+_ARGUMENT_TEXTS: IdentityMemo[dict[str, Any], str] = IdentityMemo(1 << 15)
+_RUN_RESULTS: IdentityMemo[RecordedRun, Results] = IdentityMemo(8)
 
 
 def call_key(name: str | None, arguments: Arguments) -> tuple[str, str]:
     """Canonical identity of a tool call: name and key-sorted JSON arguments."""
     if isinstance(arguments, dict):
-        text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        text = _ARGUMENT_TEXTS.get(arguments, _canonical_arguments)
     else:
         text = "" if arguments is None else str(arguments)
     return (name or "", text)
 
 
+def _canonical_arguments(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _recorded_results(run: RecordedRun) -> Results:
+    results: Results = defaultdict(list)
+    for decision in run.decisions:
+        for obs in decision.observations:
+            if obs.result is not None or obs.error is not None:
+                results[call_key(obs.call.name, obs.call.arguments)].append((obs.result, obs.error))
+    return dict(results)
+
+
 class Cassette:
-    """Per-rollout view of the recorded observations (consumption is per rollout)."""
+    """Per-rollout view of the recorded observations (consumption is per rollout; the
+    recorded results are indexed once per run)."""
 
     def __init__(self, run: RecordedRun) -> None:
-        self._results: dict[tuple[str, str], list[tuple[str | None, str | None]]] = defaultdict(
-            list
-        )
-        for decision in run.decisions:
-            for obs in decision.observations:
-                if obs.result is not None or obs.error is not None:
-                    self._results[call_key(obs.call.name, obs.call.arguments)].append(
-                        (obs.result, obs.error)
-                    )
+        self._results = _RUN_RESULTS.get(run, _recorded_results)
         self._used: dict[tuple[str, str], int] = defaultdict(int)
 
     def play(self, name: str | None, arguments: Arguments) -> tuple[str | None, str | None] | None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from otelcar.messages import MESSAGE_DTYPE, Message, decode_arguments, encode_arguments
+from otelcar.identity import IdentityMemo
+from otelcar.messages import MESSAGE_DTYPE, Message, ToolCall, decode_arguments, encode_arguments
 from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.replay.harness import Rollout
 
@@ -87,6 +88,12 @@ def rollout_steps(rollout: Rollout) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA)
 
 
+#: Actions and calls in their table encoding, remembered: held and cached decisions are the
+#: same objects in every rollout.
+_TABLE_MESSAGES: IdentityMemo[Message, Message] = IdentityMemo(1 << 15)
+_TABLE_ARGUMENTS: IdentityMemo[ToolCall, Any] = IdentityMemo(1 << 15)
+
+
 def rollout_events(rollout: Rollout) -> list[RunEvent]:
     """The rollout's decisions and tool calls as events, with arguments and outputs passed
     through the table's encoding, so an outcome sees what it would read from the table."""
@@ -94,18 +101,26 @@ def rollout_events(rollout: Rollout) -> list[RunEvent]:
     for decision in rollout.decisions:
         action = decision.action
         events.append(
-            RunEvent("llm", None if action is None else Message.from_row(action.to_row()))
+            RunEvent("llm", None if action is None else _TABLE_MESSAGES.get(action, _as_in_table))
         )
         for obs in decision.observations:
             events.append(
                 RunEvent(
                     "tool",
                     tool_name=obs.call.name,
-                    arguments=decode_arguments(encode_arguments(obs.call.arguments)),
+                    arguments=_TABLE_ARGUMENTS.get(obs.call, _arguments_as_in_table),
                     result=obs.result,
                 )
             )
     return events
+
+
+def _as_in_table(message: Message) -> Message:
+    return Message.from_row(message.to_row())
+
+
+def _arguments_as_in_table(call: ToolCall) -> Any:
+    return decode_arguments(encode_arguments(call.arguments))
 
 
 async def rollout_failed(outcome: Outcome, rollout: Rollout) -> bool:
