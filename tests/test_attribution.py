@@ -9,7 +9,6 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from otelcar import synthetic
 from otelcar.attribution import AttributionError, attribute
 from otelcar.attribution.stats import (
     holm,
@@ -25,6 +24,7 @@ from otelcar.attribution.stats import (
 )
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
+from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT, OTLP
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -595,7 +595,7 @@ def test_a_judge_outcomes_calls_go_through_the_environment():
 def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     from otelcar.attribution.steps.refute import refute
     from otelcar.replay import Environment
-    from otelcar.replay.engine import run_sync
+    from otelcar.sync import run_sync
 
     scenario = synthetic.single_culprit(5, 2)
     result = _attribute(scenario, seed=3)

@@ -8,7 +8,7 @@ import random
 import polars as pl
 import pytest
 
-from otelcar import STEPS_SCHEMA, read_otlp
+from otelcar import STEPS_SCHEMA, read_otlp, read_whowhen
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import FinalAnswer, ToolCalled
 from otelcar.policies import (
@@ -36,7 +36,7 @@ from otelcar.replay import (
     load_run,
     run_plan,
 )
-from otelcar.replay.engine import run_sync
+from otelcar.sync import run_sync
 from otelcar.trajectory import build_trace
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.synth import TRACE, calls, chat, responses, text, tool
@@ -297,7 +297,7 @@ def test_multi_agent_conversation_replays_and_carries_a_new_message_to_other_age
 
     if not DATA.exists():
         pytest.skip(f"Who&When logs not found at {DATA}")
-    steps = read_otlp([DATA / "hand-crafted" / "1.json"])
+    steps = read_whowhen([DATA / "hand-crafted" / "1.json"])
     run = load_run(steps["trace_id"][0], steps)
     report = check_fidelity(run)
     assert report.reproducible and report.propagates

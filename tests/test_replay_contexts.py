@@ -29,10 +29,10 @@ from otelcar.policies import (
 )
 from otelcar.policies.digest import MessageChain, messages_digest
 from otelcar.replay import Do, Environment, Observe, Plan, Remove, Resample, load_run
-from otelcar.replay.engine import run_sync
 from otelcar.replay.harness import replay
 from otelcar.replay.recorded import ContextLink, RecordedRun
 from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout_steps
+from otelcar.sync import run_sync
 
 FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
@@ -140,7 +140,7 @@ def test_incremental_contexts_on_third_party_traces(tmp_path: Path) -> None:
 
 
 def test_long_run_links_every_context_and_replays_alike() -> None:
-    from otelcar.synthetic import single_culprit, steps_table
+    from otelcar.testing.scenarios import single_culprit, steps_table
 
     steps = steps_table(single_culprit(30, 11))
     run = load_run(steps["trace_id"][0], steps)
@@ -204,7 +204,7 @@ def test_rollout_events_are_what_the_table_reads(name: str, tmp_path: Path) -> N
 
 def test_a_function_outcome_still_gets_the_steps_table() -> None:
     from otelcar.outcome import FunctionOutcome
-    from otelcar.synthetic import single_culprit, steps_table
+    from otelcar.testing.scenarios import single_culprit, steps_table
 
     steps = steps_table(single_culprit(4, 1))
     run = load_run(steps["trace_id"][0], steps)

@@ -46,6 +46,7 @@ from otelcar.errors import OtelcarError
 from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.sync import synchronous
 
 AGGREGATE_VERSION = 1
 CLASSES = ("design flaw", "suspect", "bad luck", "not blamed")
@@ -224,13 +225,7 @@ async def attribute_traces_async(
         return list(await asyncio.gather(*tasks))
 
 
-def attribute_traces(
-    traces: Iterable[tuple[str, pl.DataFrame]], **options: Any
-) -> list[TraceVerdict]:
-    """Synchronous :func:`attribute_traces_async`."""
-    from otelcar.replay.engine import run_sync
-
-    return run_sync(attribute_traces_async(traces, **options))
+attribute_traces = synchronous(attribute_traces_async, name="attribute_traces")
 
 
 # -- across traces ----------------------------------------------------------------------------

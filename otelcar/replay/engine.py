@@ -16,7 +16,6 @@ results are the same for the same seeds.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections import Counter
@@ -32,6 +31,7 @@ from otelcar.replay.harness import Environment, Rollout
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
 from otelcar.replay.rollout_table import ROLLOUT_SCHEMA, rollout_steps
+from otelcar.sync import run_sync
 
 if TYPE_CHECKING:
     from otelcar.executors import Executor
@@ -164,19 +164,6 @@ def raise_if_mostly_failed(total: int, failed: int, errors: list[str | None], *,
         f"{failed} of {total} {what} failed, too many for any result to mean something"
         + (f": {common}" if common else "")
     )
-
-
-def run_sync(coroutine: Any) -> Any:
-    """``asyncio.run`` that does not hand the result back through the event loop: CPython
-    3.11's ``asyncio.run`` can build the ``repr()`` of the returned value (python/cpython#112559),
-    which for a set of rollouts formats every context of every rollout as text."""
-    box: list[Any] = []
-
-    async def main() -> None:
-        box.append(await coroutine)
-
-    asyncio.run(main())
-    return box[0]
 
 
 def run_plan(run: RecordedRun, plan: Plan, env: Environment, **options: Any) -> RolloutSet:

@@ -163,6 +163,6 @@ async def check_fidelity_async(
 
 def check_fidelity(run: RecordedRun, **options: Any) -> FidelityReport:
     """Synchronous :func:`check_fidelity_async`."""
-    from otelcar.replay.engine import run_sync
+    from otelcar.sync import run_sync
 
     return run_sync(check_fidelity_async(run, **options))

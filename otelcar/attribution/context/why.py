@@ -98,6 +98,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, BudgetExhausted, Environment
 from otelcar.replay.plan import EditContext, Plan
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
+from otelcar.sync import synchronous
 
 STEADY_RATE = 0.8
 INTERMITTENT_RATE = 0.6
@@ -801,6 +802,4 @@ def _coarse_rule_note(rule: Any, recorded: Message, base: Any) -> str | None:
     )
 
 
-def why(run: RecordedRun, **options: Any) -> WhyResult:
-    """Synchronous :func:`why_async`."""
-    return asyncio.run(why_async(run, **options))
+why = synchronous(why_async, name="why")

@@ -69,6 +69,7 @@ from otelcar.replay.engine import RolloutsFailed
 from otelcar.replay.fidelity import check_fidelity_async
 from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.recorded import RecordedRun
+from otelcar.sync import synchronous
 
 
 class AttributionError(OtelcarError):
@@ -570,8 +571,4 @@ def losses_could_change(
     return None
 
 
-def attribute(run: RecordedRun, **options: Any) -> AttributionResult:
-    """Synchronous :func:`attribute_async`."""
-    from otelcar.replay.engine import run_sync
-
-    return run_sync(attribute_async(run, **options))
+attribute = synchronous(attribute_async, name="attribute")
