@@ -252,7 +252,7 @@ def terminals_as_decisions(steps: pl.DataFrame, history: list[Any]) -> pl.DataFr
 
 def load_log(file: LogFile, terminal: str) -> LoadedLog:
     """Import one log with otelcar and build its recorded run."""
-    steps = otelcar.read_otlp(file.path).sort("step")
+    steps = otelcar.read_traces(file.path).sort("step")
     labels = whowhen_labels(steps)
     if steps.height != labels["history_length"]:
         raise ValueError(

@@ -1,23 +1,17 @@
-"""Import dump files: into the store (:func:`import_files`) or straight to a steps table
-(:func:`read_otlp`, no store involved)."""
+"""Import dump files into the store (:func:`import_files`); :mod:`otelcar.readers` reads them
+straight to a steps table, with no store involved."""
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-import polars as pl
-
 from otelcar.errors import FormatError
 from otelcar.ingest.files import read_records
-from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.raw import RawRecord, decode_record
-from otelcar.schema import STEPS_SCHEMA
+from otelcar.ingest.raw import RawRecord
 from otelcar.store import ImportReport, Store
 from otelcar.store.report import RecordProblem
-from otelcar.trajectory import build_traces
 
 
 class UndecodedRecordWarning(UserWarning):
@@ -158,31 +152,3 @@ def import_files(
     report = store.import_records(iter_file_records(files, format=format, on_bytes=on_bytes))
     report.skipped_paths.extend(skipped)
     return report
-
-
-def read_otlp(paths: str | Path | Iterable[str | Path], *, format: str = "auto") -> pl.DataFrame:
-    """The steps table of OTLP dump files, in memory (no store).
-
-    A record that does not decode is skipped with an :class:`UndecodedRecordWarning` naming
-    it and the reason; use :func:`import_files` to keep such records.
-    """
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    spans: list[SpanFrame] = []
-    logs: list[LogFrame] = []
-    seq = 0
-    for record in iter_file_records(expand_paths(paths), format=format):
-        try:
-            decoded, _ = decode_record(record)
-        except FormatError as exc:
-            warnings.warn(
-                f"{record.source} {record.position}: {exc}", UndecodedRecordWarning, stacklevel=2
-            )
-            continue
-        for item in [*decoded.spans, *decoded.logs]:
-            item.seq = seq
-            seq += 1
-        spans.extend(decoded.spans)
-        logs.extend(decoded.logs)
-    rows = [step for built in build_traces(spans, logs) for step in built.steps]
-    return pl.DataFrame(rows, schema=STEPS_SCHEMA)

@@ -22,10 +22,11 @@ from click.testing import CliRunner
 
 from otelcar.cli import cli
 from otelcar.errors import SourceError, TraceNotFound
-from otelcar.importer import iter_file_records, read_otlp
+from otelcar.importer import iter_file_records
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import decode_record
 from otelcar.project_config import ConfigError, parse_config
+from otelcar.readers import read_otlp
 from otelcar.sources import SourceSettings, TraceFilter, open_source
 from otelcar.sources.clickhouse_client import ClickHouseConnection, ClickHouseURL
 from otelcar.sources.exporter_rows import restore_body, restore_value

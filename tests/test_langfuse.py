@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from otelcar import import_files, read_otlp
+from otelcar import import_files, read_traces
 from otelcar.conventions import map_span
 from otelcar.ingest.exports import langfuse as lf_export
 from otelcar.ingest.exports.timestamps import time_ns
@@ -79,7 +79,7 @@ EXPORTS = [
 
 
 def _sdk_steps() -> pl.DataFrame:
-    return read_otlp(LANGFUSE / "sdk.traces.jsonl").sort("step")
+    return read_traces(LANGFUSE / "sdk.traces.jsonl").sort("step")
 
 
 def _calls(message: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -145,7 +145,7 @@ def test_sdk_spans_give_the_exact_steps():
 
 def test_sdk_run_matches_the_otlp_reference_run():
     langfuse = _sdk_steps()
-    otlp = read_otlp(OTLP / "new_content.traces.jsonl").filter(pl.col("trace_id") == NEW_CONTENT)
+    otlp = read_traces(OTLP / "new_content.traces.jsonl").filter(pl.col("trace_id") == NEW_CONTENT)
     assert comparable(langfuse) == comparable(otlp)
     # What Langfuse cannot record, exactly: the wrapper reports only the response's model
     # (no request model) and no finish reason; @observe tools have no call id, so every
@@ -222,7 +222,7 @@ def test_every_export_layout_gives_the_sdk_steps(name: str, layout: str, has_ses
     path = EXPORT / name
     expected_format = "langfuse-csv" if name.endswith(".csv") else "langfuse"
     assert {r.format for r in read_records(path)} == {expected_format}
-    steps = read_otlp(path).sort("step")
+    steps = read_traces(path).sort("step")
     sdk = _sdk_steps()
     assert steps.select(_SAME).to_dicts() == sdk.select(_SAME).to_dicts()
     # Langfuse keeps milliseconds.
@@ -235,7 +235,7 @@ def test_every_export_layout_gives_the_sdk_steps(name: str, layout: str, has_ses
 
 
 def test_export_rows_keep_every_other_field_in_attributes():
-    steps = read_otlp(EXPORT / "blob_observations_v2.jsonl").sort("step")
+    steps = read_traces(EXPORT / "blob_observations_v2.jsonl").sort("step")
     llm = json.loads(steps["attributes"][1])
     assert llm["langfuse.observation.model.parameters"].startswith('{"temperature": 0.2')
     assert llm["langfuse.export.tool_call_names"] == ["lookup_order", "get_refund_policy"]

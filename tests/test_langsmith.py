@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from otelcar import Store, import_files, read_otlp
+from otelcar import Store, import_files, read_traces
 from otelcar.conventions import map_span
 from otelcar.conventions.langsmith import (
     input_messages,
@@ -174,7 +174,7 @@ def test_each_shape_is_detected_and_decoded(name: str):
 
 def test_sdk_wrap_openai_list_runs_rows():
     runs = _lines("sdk.list_runs.jsonl")
-    steps = read_otlp(LS / "sdk.list_runs.jsonl")
+    steps = read_traces(LS / "sdk.list_runs.jsonl")
     assert steps["kind"].to_list() == ["other", "llm", "tool", "tool", "llm", "tool", "llm"]
     assert steps["name"].to_list()[0] == "support_agent"
     assert steps["source"].to_list() == [
@@ -211,8 +211,8 @@ def test_sdk_wrap_openai_list_runs_rows():
 
 @pytest.mark.parametrize("name", sorted(set(SDK_SHAPES) - {"sdk.list_runs.jsonl"}))
 def test_every_sdk_shape_gives_the_list_runs_steps(name: str):
-    reference = read_otlp(LS / "sdk.list_runs.jsonl")
-    steps = read_otlp(LS / name)
+    reference = read_traces(LS / "sdk.list_runs.jsonl")
+    steps = read_traces(LS / name)
     _, _, shape = SDK_SHAPES[name]
     assert set(steps["source"].str.replace(f"langsmith {shape} ", "")) == {
         "traceable",
@@ -240,7 +240,7 @@ def test_every_sdk_shape_gives_the_list_runs_steps(name: str):
 
 
 def test_langgraph_react_agent_rows():
-    steps = read_otlp(LS / "langgraph.list_runs.jsonl.gz")
+    steps = read_traces(LS / "langgraph.list_runs.jsonl.gz")
     assert steps["kind"].to_list() == LANGGRAPH_KINDS
     assert steps["name"].to_list() == LANGGRAPH_NAMES
     assert set(steps["trace_id"]) == {LANGGRAPH_TRACE}
@@ -266,7 +266,7 @@ def test_langgraph_old_stack_rows():
     assert runs[0]["start_time"].endswith("+00:00")
     tool_inputs = [r["inputs"] for r in runs if r["run_type"] == "tool"]
     assert tool_inputs[0] == {"input": "{'order_id': 'A-1001'}"}
-    steps = read_otlp(LS / "langgraph_old.list_runs_v1.jsonl.gz")
+    steps = read_traces(LS / "langgraph_old.list_runs_v1.jsonl.gz")
     assert steps["kind"].to_list() == LANGGRAPH_KINDS
     assert steps["name"].to_list() == LANGGRAPH_NAMES
     assert set(steps["trace_id"]) == {LANGGRAPH_OLD_TRACE}
@@ -285,16 +285,16 @@ def test_langgraph_old_stack_rows():
     [*sorted(SDK_SHAPES), "langgraph.list_runs.jsonl.gz", "langgraph_old.list_runs_v1.jsonl.gz"],
 )
 def test_same_steps_as_the_otlp_recording(name: str):
-    reference = read_otlp([OTLP / "new_content.traces.jsonl"])
-    assert comparable(read_otlp(LS / name)) == comparable(reference)
+    reference = read_traces([OTLP / "new_content.traces.jsonl"])
+    assert comparable(read_traces(LS / name)) == comparable(reference)
 
 
 def test_what_langgraph_records_differently_from_otlp():
     """LangGraph's prebuilt agent adds no message of its own here (the system prompt is the
     agent's ``prompt``; LangChain's ``""`` content beside tool calls reads as no content),
     so the comparable rows are equal. What differs lies outside them, and is exactly this."""
-    otlp = read_otlp([OTLP / "new_content.traces.jsonl"])
-    graph = read_otlp(LS / "langgraph.list_runs.jsonl.gz")
+    otlp = read_traces([OTLP / "new_content.traces.jsonl"])
+    graph = read_traces(LS / "langgraph.list_runs.jsonl.gz")
     # 1. the graph's own runs (nodes, the prompt template, the routing edge) are extra rows
     assert otlp["kind"].to_list() == ["agent", "llm", "tool", "tool", "llm", "tool", "llm"]
     assert graph["kind"].value_counts().sort("kind").rows() == [
@@ -647,8 +647,8 @@ def test_timestamp_spellings(text):
 def test_naive_rest_timestamps_are_utc():
     page = json.loads((LS / "sdk.rest_runs_query.json").read_text())
     assert page["runs"][0]["start_time"][-1].isdigit()  # naive, no zone
-    rest = read_otlp(LS / "sdk.rest_runs_query.json")
-    reference = read_otlp(LS / "sdk.list_runs.jsonl")
+    rest = read_traces(LS / "sdk.rest_runs_query.json")
+    reference = read_traces(LS / "sdk.list_runs.jsonl")
     assert rest["start_ns"].to_list() == reference["start_ns"].to_list()
 
 

@@ -142,23 +142,26 @@ class DerivedTables:
         return [log_from_row(row) for row in rows.iter_rows(named=True)]
 
     # -- steps ---------------------------------------------------------------------------
-    def steps(self, trace_ids: list[str] | None = None) -> pl.DataFrame:
-        """Current steps of the given traces (all when ``None``), ordered by trace and step."""
+    def scan_steps(self, trace_ids: list[str] | None = None) -> pl.LazyFrame:
+        """Current steps of the given traces (all when ``None``), ordered by trace and step,
+        as a lazy query over the steps parts (nothing is read until it is collected)."""
         index = self.traces().filter(pl.col("n_steps") > 0).select("trace_id", "build_id")
         if trace_ids is not None:
             index = index.filter(pl.col("trace_id").is_in(trace_ids))
         if index.is_empty():
-            return pl.DataFrame(schema=STEPS_SCHEMA)
+            return pl.LazyFrame(schema=STEPS_SCHEMA)
         builds = sorted(set(index["build_id"].to_list()))
         paths = [self.part_path("steps", b) for b in builds]
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise StoreError(f"steps part {missing[0]} is missing; run `otelcar reindex`")
-        steps = (
+        return (
             pl.scan_parquet(paths, schema=STEPS_PART_SCHEMA)
             .join(index.lazy(), on=["trace_id", "build_id"], how="semi")
             .drop("build_id")
             .sort("trace_id", "step")
-            .collect()
         )
-        return steps
+
+    def steps(self, trace_ids: list[str] | None = None) -> pl.DataFrame:
+        """:meth:`scan_steps`, collected."""
+        return self.scan_steps(trace_ids).collect()

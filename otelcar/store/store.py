@@ -378,11 +378,17 @@ class Store:
             raise TraceNotFound(f"{prefix!r} matches {len(matches)} traces: {shown}")
         return matches[0]
 
-    def steps(self, trace_id: str | None = None) -> pl.DataFrame:
-        """Steps of one trace (id or unique prefix), or of every trace when ``None``."""
+    def scan_steps(self, trace_id: str | None = None) -> pl.LazyFrame:
+        """Steps of one trace (id or unique prefix), or of every trace when ``None``, as a
+        lazy query (:data:`otelcar.schema.STEPS_SCHEMA`, ordered by trace and step) over the
+        store as it is now: filter and select before collecting, and only that is read."""
         if trace_id is None:
-            return self._current().steps()
-        return self._current().steps([self.resolve(trace_id)])
+            return self._current().scan_steps()
+        return self._current().scan_steps([self.resolve(trace_id)])
+
+    def steps(self, trace_id: str | None = None) -> pl.DataFrame:
+        """:meth:`scan_steps`, collected."""
+        return self.scan_steps(trace_id).collect()
 
     def spans(self, trace_id: str) -> pl.DataFrame:
         """Every stored span occurrence of one trace (duplicates included)."""
@@ -411,3 +417,11 @@ def _describe(found: list[Quarantined]) -> list[str]:
 
 
 __all__ = ["STEPS_PART_SCHEMA", "ImportReport", "Store"]
+
+
+def scan_store(path: str | Path | None = None) -> pl.LazyFrame:
+    """The steps of every trace in the store at ``path`` (default: ``./.otelcar`` or
+    ``$OTELCAR_HOME``) as a lazy query, like :func:`polars.scan_parquet`: nothing is read
+    until it is collected, and filters and selections are pushed into the read. Raises
+    :class:`~otelcar.errors.StoreError` when there is no store there (it is never created)."""
+    return Store(path, create=False).scan_steps()
