@@ -1,9 +1,10 @@
 """Attribution accuracy: planted culprits, many seeds, otelcar next to the peers' method.
 
-Every case is a scripted stochastic agent with a planted answer (:mod:`otelcar.synthetic`, or
-built here where the catalogue has no such agent): decision ``i`` calls the tool ``act`` with
-``{"i": i, "v": choice}``, the recorded run made the recorded choices, a re-decided step draws
-its choice from its distribution with the rollout's seed, and the run fails according to a
+Every case is a scripted stochastic agent with a planted answer
+(:mod:`otelcar.testing.scenarios`, or built here where the catalogue has no such agent):
+decision ``i`` calls the tool ``act`` with ``{"i": i, "v": choice}``, the recorded run made
+the recorded choices, a re-decided step draws its choice from its distribution with the
+rollout's seed, and the run fails according to a
 function of the choices made. The answer is the decision index a correct attribution names,
 or none (null cases). Every case has benign noise (``ok``/``ok2``/``ok3``) at every step that
 has no other role.
@@ -57,7 +58,6 @@ from typing import Any
 import polars as pl
 from peers_baseline import KEPT_CHOICES, peers_attribute_async
 
-from otelcar import synthetic
 from otelcar.attribution import AttributionResult, attribute_async
 from otelcar.attribution.stats import wilson
 from otelcar.messages import Message, ToolCall
@@ -66,6 +66,7 @@ from otelcar.policies.base import DecisionRequest
 from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import RecordedRun, derive_seed, load_run
+from otelcar.testing import scenarios as synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("adaptive", "fixed", "baseline")
@@ -83,7 +84,7 @@ class Case:
     choices made so far (``None``: the agent gives its final answer); its draws are seeded by
     the rollout's seed *and* the choices so far, so a change upstream re-draws everything
     downstream, as a real LLM's sampled output would change with its context. Cases without a
-    chooser are :func:`otelcar.synthetic.build` agents, whose draws depend on the seed and the
+    chooser are :func:`otelcar.testing.build` agents, whose draws depend on the seed and the
     position only. ``flaky``: the outcome is an exogenous coin (see :func:`flaky_outcome`).
     """
 

@@ -76,11 +76,11 @@ from otelcar.attribution.context.pieces import (
 )
 from otelcar.attribution.context.why import why_async
 from otelcar.attribution.experiment.redecisions import describe_action
-from otelcar.attribution.scripted import Turn, conversation_steps
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy, DecisionRequest, PolicyRegistry
 from otelcar.replay import Environment, load_run
+from otelcar.testing import Turn, conversation_steps
 
 TRACE = "be7c4a11be7c4a11be7c4a11be7c4a11"
 SAME = "outcome"  # why's default: the call the outcome counts (the harmful call's arguments)

@@ -1,7 +1,7 @@
 """Framework CPU per policy call of ``attribute``, by outcome kind and trace length.
 
 For each length ``n`` the script builds the scripted ``single_culprit(n, n // 2)`` scenario
-(:mod:`otelcar.synthetic`: a seeded policy that costs one dict look-up, so all CPU is the
+(:mod:`otelcar.testing.scenarios`: a seeded policy that costs one dict look-up, so all CPU is the
 framework's) and attributes it twice in the same run, with the same seed:
 
 * ``function``: the scenario's own ``function`` outcome (a Python function over the
@@ -29,10 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from otelcar import synthetic
 from otelcar.attribution import attribute
 from otelcar.outcome import ToolCalled
 from otelcar.replay import load_run
+from otelcar.testing import scenarios as synthetic
 
 
 def measure(n: int, outcome_kind: str, seed: int, rollouts: int | None) -> dict:

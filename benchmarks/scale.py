@@ -1,6 +1,7 @@
 """Scale benchmark: ``aggregate`` over many failing traces, in-process versus on Ray.
 
-The batch: ``--traces`` generated failing runs of one scripted agent (:mod:`otelcar.synthetic`;
+The batch: ``--traces`` generated failing runs of one scripted agent
+(:mod:`otelcar.testing.scenarios`;
 six tool decisions and a final answer; re-decided, decision 3 goes wrong 35 % of the time,
 every other one 5 %). Most recorded runs went wrong at decision 3, the rest at another
 decision. The policy answers after a fixed latency (``--latency-ms``, ``asyncio.sleep``: a
@@ -45,11 +46,11 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from otelcar import synthetic
 from otelcar.attribution.aggregate import aggregate, attribute_traces
 from otelcar.executors import Executor, LocalExecutor
 from otelcar.policies.python import CallableLLMPolicy
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.testing import scenarios as synthetic
 
 DECISIONS = 6
 WEAK = 3

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from otelcar import read_otlp, synthetic
+from otelcar import read_otlp
 from otelcar.attribution import attribute
 from otelcar.attribution.aggregate import attribute_traces
 from otelcar.attribution.steps.curve import curve_plans
@@ -30,6 +30,7 @@ from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ConfigError, parse_config
 from otelcar.replay import Budget, Environment, load_run, run_plan
+from otelcar.testing import scenarios as synthetic
 from tests.parts import missing, need_module
 from tests.test_aggregate import AGENT_MODULE, AGENT_SOURCE, agent_trace_otlp, batch, write_dump
 

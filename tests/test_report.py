@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from otelcar import read_otlp, synthetic
+from otelcar import read_otlp
 from otelcar.attribution import attribute
 from otelcar.attribution.aggregate import TraceVerdict, aggregate
 from otelcar.cli import cli
@@ -36,6 +36,7 @@ from otelcar.report import (
 )
 from otelcar.report.data import full_context
 from otelcar.report.markup import script_json
+from otelcar.testing import scenarios as synthetic
 from tests.parts import missing
 from tests.test_aggregate import agent_trace_otlp, write_dump
 

@@ -33,13 +33,13 @@ from otelcar.attribution.context.pieces import (
 from otelcar.attribution.context.why import Fallback, WhyError, why
 from otelcar.attribution.fixes.fix import UNTRUSTED_RULE, fix
 from otelcar.attribution.fixes.regression import write_regression_test
-from otelcar.attribution.scripted import Turn, conversation_steps
 from otelcar.attribution.stats import fisher_exact_greater
 from otelcar.cli import cli
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy, PolicyRegistry, StaticToolPolicy
 from otelcar.replay import Budget, load_run
+from otelcar.testing import Turn, conversation_steps
 from tests.conftest import NEW_CONTENT, OTLP
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
 :func:`conversation_steps` turns a start context and a list of turns (an assistant action and
 the results of its tool calls) into a steps table the way a real trace becomes one: GenAI
 spans (``invoke_agent``, ``chat``, ``execute_tool``) through the real trajectory builder
-(:func:`otelcar.trajectory.build_trace`), like :mod:`otelcar.synthetic`.
+(:func:`otelcar.trajectory.build_trace`), like :mod:`otelcar.testing.scenarios`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import polars as pl
 
-from otelcar.ingest.frames import SpanFrame
 from otelcar.messages import Message
 from otelcar.schema import STEPS_SCHEMA
+from otelcar.testing.genai_spans import message_parts, span
 from otelcar.trajectory import build_trace
 
 
@@ -27,45 +26,6 @@ class Turn:
 
     action: Message
     results: Sequence[str] = field(default_factory=tuple)
-
-
-def _parts(message: Message) -> dict[str, Any]:
-    if message.role == "tool":
-        return {
-            "role": "tool",
-            "parts": [
-                {
-                    "type": "tool_call_response",
-                    "id": message.tool_call_id,
-                    "response": message.content,
-                }
-            ],
-        }
-    parts: list[dict[str, Any]] = []
-    if message.content is not None:
-        parts.append({"type": "text", "content": message.content})
-    parts += [
-        {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
-        for c in message.tool_calls
-    ]
-    return {"role": message.role, "parts": parts}
-
-
-def _span(
-    trace_id: str, number: int, name: str, attributes: dict[str, Any], parent: int | None
-) -> SpanFrame:
-    return SpanFrame(
-        trace_id=trace_id,
-        span_id=f"{number:016x}",
-        parent_span_id=f"{parent:016x}" if parent else None,
-        name=name,
-        kind="INTERNAL",
-        start_ns=number * 10,
-        end_ns=number * 10 + 5,
-        attributes=attributes,
-        resource={"service.name": "scripted"},
-        seq=number,
-    )
 
 
 def conversation_steps(
@@ -83,7 +43,7 @@ def conversation_steps(
     plus every earlier action and its results, as an instrumented agent records it.
     """
     spans = [
-        _span(
+        span(
             trace_id,
             1,
             f"invoke_agent {agent}",
@@ -95,7 +55,7 @@ def conversation_steps(
     number = 2
     for turn in turns:
         spans.append(
-            _span(
+            span(
                 trace_id,
                 number,
                 f"chat {model}",
@@ -103,8 +63,8 @@ def conversation_steps(
                     "gen_ai.operation.name": "chat",
                     "gen_ai.request.model": model,
                     "gen_ai.request.temperature": temperature,
-                    "gen_ai.input.messages": json.dumps([_parts(m) for m in context]),
-                    "gen_ai.output.messages": json.dumps([_parts(turn.action)]),
+                    "gen_ai.input.messages": json.dumps([message_parts(m) for m in context]),
+                    "gen_ai.output.messages": json.dumps([message_parts(turn.action)]),
                 },
                 1,
             )
@@ -113,7 +73,7 @@ def conversation_steps(
         context.append(turn.action)
         for call, result in zip(turn.action.tool_calls, turn.results, strict=True):
             spans.append(
-                _span(
+                span(
                     trace_id,
                     number,
                     f"execute_tool {call.name}",

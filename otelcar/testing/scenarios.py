@@ -21,13 +21,13 @@ from typing import Any
 
 import polars as pl
 
-from otelcar.ingest.frames import SpanFrame
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import FunctionOutcome
 from otelcar.policies.base import DecisionRequest
 from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.schema import STEPS_SCHEMA
+from otelcar.testing.genai_spans import message_parts, span
 from otelcar.trajectory import build_trace
 
 TRACE_ID = "5c0e5c0e5c0e5c0e5c0e5c0e5c0e5c0e"
@@ -51,38 +51,6 @@ class Scenario:
         return len(self.recorded)
 
 
-def _span(
-    span_id: int, name: str, attributes: dict[str, Any], parent: int | None, start: int
-) -> SpanFrame:
-    return SpanFrame(
-        trace_id=TRACE_ID,
-        span_id=f"{span_id:016x}",
-        parent_span_id=f"{parent:016x}" if parent else None,
-        name=name,
-        kind="INTERNAL",
-        start_ns=start,
-        end_ns=start + 5,
-        attributes=attributes,
-        resource={"service.name": "scripted"},
-        seq=span_id,
-    )
-
-
-def _parts(message: Message) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    if message.content is not None:
-        parts.append({"type": "text", "content": message.content})
-    for call in message.tool_calls:
-        parts.append(
-            {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
-        )
-    if message.role == "tool":
-        parts = [
-            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
-        ]
-    return {"role": message.role, "parts": parts}
-
-
 def _action(i: int, value: str) -> Message:
     return Message("assistant", None, (ToolCall("act", {"i": i, "v": value}, f"call_{i}"),))
 
@@ -96,35 +64,38 @@ def steps_table(scenario: Scenario) -> pl.DataFrame:
     """The recorded run as a steps table (built by the real trajectory builder)."""
     context = [Message("system", f"scripted agent {scenario.name}"), Message("user", "go")]
     spans = [
-        _span(
+        span(
+            TRACE_ID,
             1,
             "invoke_agent scripted",
             {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "scripted"},
             None,
-            0,
+            start_ns=0,
         )
     ]
     t = 10
     for i, value in enumerate(scenario.recorded):
         action = _action(i, value)
         spans.append(
-            _span(
+            span(
+                TRACE_ID,
                 100 + i,
                 "chat scripted",
                 {
                     "gen_ai.operation.name": "chat",
                     "gen_ai.request.model": "scripted",
                     "gen_ai.request.temperature": 1.0,
-                    "gen_ai.input.messages": json.dumps([_parts(m) for m in context]),
-                    "gen_ai.output.messages": json.dumps([_parts(action)]),
+                    "gen_ai.input.messages": json.dumps([message_parts(m) for m in context]),
+                    "gen_ai.output.messages": json.dumps([message_parts(action)]),
                 },
                 1,
-                t,
+                start_ns=t,
             )
         )
         result = tool_result({"i": i, "v": value})
         spans.append(
-            _span(
+            span(
+                TRACE_ID,
                 1000 + i,
                 "execute_tool act",
                 {
@@ -135,24 +106,25 @@ def steps_table(scenario: Scenario) -> pl.DataFrame:
                     "gen_ai.tool.call.result": result,
                 },
                 1,
-                t + 6,
+                start_ns=t + 6,
             )
         )
         context = [*context, action, Message("tool", result, tool_call_id=f"call_{i}")]
         t += 20
     final = Message("assistant", "finished")
     spans.append(
-        _span(
+        span(
+            TRACE_ID,
             9999,
             "chat scripted",
             {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": "scripted",
-                "gen_ai.input.messages": json.dumps([_parts(m) for m in context]),
-                "gen_ai.output.messages": json.dumps([_parts(final)]),
+                "gen_ai.input.messages": json.dumps([message_parts(m) for m in context]),
+                "gen_ai.output.messages": json.dumps([message_parts(final)]),
             },
             1,
-            t,
+            start_ns=t,
         )
     )
     return pl.DataFrame(build_trace(TRACE_ID, spans).steps, schema=STEPS_SCHEMA)
