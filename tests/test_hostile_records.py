@@ -107,10 +107,10 @@ def test_the_receiver_answers_every_hostile_body_and_keeps_storing(receiver):
     status, _ = _post(receiver.http_port, json.dumps(TRACE_JSON).encode())
     assert status == 200
     start = time.monotonic()
-    while NEW_CONTENT not in receiver.store.traces()["trace_id"].to_list():
+    while NEW_CONTENT not in receiver.sink.traces()["trace_id"].to_list():
         assert time.monotonic() - start < 60, "the good batch never reached the store"
         time.sleep(0.2)
-    assert receiver.store.steps(NEW_CONTENT).height == 7
+    assert receiver.sink.steps(NEW_CONTENT).height == 7
 
 
 def test_protobuf_spans_the_store_cannot_hold_are_rejected_in_partial_success(receiver):
@@ -142,8 +142,8 @@ def test_protobuf_spans_the_store_cannot_hold_are_rejected_in_partial_success(re
     assert reply.partial_success.rejected_spans == 2, reply.partial_success.error_message
     assert "out of range" in reply.partial_success.error_message
     start = time.monotonic()
-    while NEW_CONTENT not in receiver.store.traces()["trace_id"].to_list():
+    while NEW_CONTENT not in receiver.sink.traces()["trace_id"].to_list():
         assert time.monotonic() - start < 60, "the accepted spans never reached the store"
         time.sleep(0.2)
-    spans_stored = receiver.store.records()["n_spans"].sum()
+    spans_stored = receiver.sink.records()["n_spans"].sum()
     assert spans_stored == total - 2

@@ -102,14 +102,14 @@ def test_instrumented_agent_via_sdk_exporters_equals_file_import(
     trace_id = run.stdout.strip().splitlines()[-1]
     _wait_for(
         lambda: (
-            trace_id in receiver.store.traces()["trace_id"].to_list()
-            and receiver.store.traces().filter(receiver.store.traces()["trace_id"] == trace_id)[
+            trace_id in receiver.sink.traces()["trace_id"].to_list()
+            and receiver.sink.traces().filter(receiver.sink.traces()["trace_id"] == trace_id)[
                 "n_logs"
             ][0]
             == 3
         )
     )
-    received = receiver.store.steps(trace_id)
+    received = receiver.sink.steps(trace_id)
     from_file = Store(tmp_path / "file")
     import_files([out / "agent.traces.jsonl", out / "agent.logs.jsonl"], store=from_file)
     assert_frame_equal(received, from_file.steps(trace_id))
@@ -134,8 +134,8 @@ def test_http_json_and_protobuf_bodies_and_partial_success(receiver):
     response, data = _post(receiver.http_port, TRACE_PB)
     assert response.status == 200
     assert ExportTraceServiceResponse.FromString(data).partial_success.rejected_spans == 0
-    _wait_for(lambda: NEW_CONTENT in receiver.store.traces()["trace_id"].to_list())
-    assert receiver.store.steps(NEW_CONTENT).height == 7
+    _wait_for(lambda: NEW_CONTENT in receiver.sink.traces()["trace_id"].to_list())
+    assert receiver.sink.steps(NEW_CONTENT).height == 7
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,7 @@ def test_slow_clients_hold_no_permit_and_are_cut_at_their_deadline(tmp_path: Pat
     # Cut at their deadline with an answer saying so (headers ones get it too).
     assert len(results) == 60
     assert sum("408" in line for line in results) >= 55, results
-    spans = Store(receiver.store.root).derived.scan("spans").collect()
+    spans = Store(receiver.sink.root).derived.scan("spans").collect()
     assert spans.height == 16 * 5  # the good batches, and nothing from the slow ones
 
 
@@ -186,7 +186,7 @@ def test_too_many_connections_makes_room_from_idle_ones(tmp_path: Path):
 
 def test_stop_finishes_requests_in_flight_on_both_transports(tmp_path: Path):
     receiver = _receiver(tmp_path)
-    store = receiver.store
+    store = receiver.sink
     bodies = [_batch(n) for n in range(6)]
     outcomes: dict[int, object] = {}
     with store.lock("raw"):  # the writer blocks: every request below stays in flight

@@ -21,7 +21,8 @@ PLAIN_REPORT_EVERY_S = 10.0
 def banner(receiver: Receiver) -> list[str]:
     """Where it listens and how to point an agent at it."""
     endpoints = receiver.endpoints()
-    lines = [f"otelcar collect: store {receiver.store.root}"]
+    where = getattr(receiver.sink, "root", None)
+    lines = [f"otelcar collect: store {where}" if where else "otelcar collect: in memory"]
     for name, url in endpoints.items():
         lines.append(f"  listening for OTLP/{name} on {url}")
     lines.append("point your agent at it with the standard OpenTelemetry variables:")

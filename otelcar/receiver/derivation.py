@@ -28,6 +28,7 @@ from typing import Any
 
 from otelcar.errors import StoreBusy
 from otelcar.store import Store
+from otelcar.store.sink import TraceSink
 
 log = logging.getLogger("otelcar.receiver")
 
@@ -35,7 +36,7 @@ MODES = ("process", "thread")
 LAG_MAX_AGE_S = 0.1  # how stale the backlog figure the receiver checks may be
 
 
-def derive_until_stopped(store: Store, stop: Any, every_s: float, errors: Any) -> None:
+def derive_until_stopped(store: TraceSink, stop: Any, every_s: float, errors: Any) -> None:
     """Derive whatever raw records are pending, until ``stop`` (an ``Event``) is set; wait
     ``every_s`` when nothing is pending. ``errors`` (a shared ``Value``) counts failures
     (the raw records stay safe and are retried)."""
@@ -66,11 +67,17 @@ def _child_main(root: str, stop: Any, every_s: float, errors: Any) -> None:
 
 
 class Derivation:
-    """Derivation of one store's pending records, in a child process or a thread."""
+    """Derivation of one sink's pending records, in a child process (a :class:`Store`
+    only: the child opens it by path) or a thread (any :class:`TraceSink`)."""
 
-    def __init__(self, store: Store, *, mode: str = "process", every_s: float = 0.5) -> None:
+    def __init__(self, store: TraceSink, *, mode: str = "process", every_s: float = 0.5) -> None:
         if mode not in MODES:
             raise ValueError(f"derivation mode {mode!r} is not one of {', '.join(MODES)}")
+        if mode == "process" and not isinstance(store, Store):
+            raise ValueError(
+                f"a {type(store).__name__} is derived on a thread (mode 'thread'): a child "
+                "process can only open a Store, by its path"
+            )
         self.store = store
         self.mode = mode
         self.every_s = every_s

@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from otelcar.receiver.handling import handle
+from otelcar.receiver.handling import IntakeResult, handle
 from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import DurableWriter
 
@@ -33,10 +33,10 @@ def _export_handler(signal: str, writer: DurableWriter, stats: ReceiverStats) ->
             writer=writer,
             stats=stats,
         )
-        if outcome.kind == "ok":
+        if outcome.result is IntakeResult.OK:
             assert outcome.intake is not None
             return outcome.intake.response_proto()
-        if outcome.kind == "invalid":
+        if outcome.result is IntakeResult.INVALID:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, outcome.message)
         context.abort(grpc.StatusCode.UNAVAILABLE, outcome.message)
         raise AssertionError("unreachable")  # context.abort raises

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from otelcar.receiver.connections import Connection, Connections, Deadlines, Permits, Reaper
-from otelcar.receiver.handling import handle
+from otelcar.receiver.handling import IntakeResult, handle
 from otelcar.receiver.intake import status_body
 from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import DurableWriter
@@ -360,13 +360,13 @@ class _Handler(BaseHTTPRequestHandler):
             writer=self.server.writer,
             stats=self.server.stats,
         )
-        if outcome.kind == "ok":
+        if outcome.result is IntakeResult.OK:
             assert outcome.intake is not None
             if encoding == "json":
                 self._reply(200, outcome.intake.response_json(), "application/json")
             else:
                 self._reply(200, outcome.intake.response_proto(), "application/x-protobuf")
-        elif outcome.kind == "invalid":
+        elif outcome.result is IntakeResult.INVALID:
             self._error(400, INVALID_ARGUMENT, outcome.message, encoding)
         else:
             self._error(

@@ -30,6 +30,7 @@ from otelcar.receiver.http_service import OTLPHTTPServer
 from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import DurableWriter
 from otelcar.store import ImportReport, Store
+from otelcar.store.sink import TraceSink
 
 log = logging.getLogger("otelcar.receiver")
 
@@ -50,15 +51,18 @@ class ReceiverConfig:
     max_pending_bytes: int = 256 * 1024 * 1024
     materialize_every_s: float = 0.5
     ack_timeout_s: float = 30.0
-    derive: str = "process"  # "process": on another core; "thread": in this process
+    #: "process": on another core (a Store); "thread": in this process; "auto": process for
+    #: a Store, thread for any other sink
+    derive: str = "auto"
     max_lag_bytes: int | None = 256 * 1024 * 1024  # backlog past which batches are refused
 
 
 class Receiver:
-    """An OTLP endpoint writing into one store."""
+    """An OTLP endpoint writing into one sink (:class:`~otelcar.store.sink.TraceSink`: a
+    :class:`~otelcar.store.Store`, or an :class:`~otelcar.store.sink.InMemorySink`)."""
 
-    def __init__(self, store: Store, config: ReceiverConfig | None = None) -> None:
-        self.store = store
+    def __init__(self, sink: TraceSink, config: ReceiverConfig | None = None) -> None:
+        self.sink = sink
         self.config = config or ReceiverConfig()
         self.stats = ReceiverStats()
         self.grpc_port: int | None = None
@@ -69,15 +73,16 @@ class Receiver:
         self._grpc: Any = None
         self._http: OTLPHTTPServer | None = None
         self._threads: list[threading.Thread] = []
-        self.derivation = Derivation(
-            store, mode=self.config.derive, every_s=self.config.materialize_every_s
-        )
+        mode = self.config.derive
+        if mode == "auto":
+            mode = "process" if isinstance(sink, Store) else "thread"
+        self.derivation = Derivation(sink, mode=mode, every_s=self.config.materialize_every_s)
 
     def start(self) -> None:
         config = self.config
         self.startup = ImportReport()
         self._writer = DurableWriter(
-            self.store,
+            self.sink,
             max_pending=config.max_pending,
             max_pending_bytes=config.max_pending_bytes,
             before_first_write=self._recover,
@@ -110,7 +115,7 @@ class Receiver:
     def _recover(self) -> None:
         """Quarantine tails of writes a crash interrupted (before this receiver appends)."""
         assert self.startup is not None
-        self.startup.quarantined.extend(self.store.recover())
+        self.startup.quarantined.extend(self.sink.recover())
         for line in self.startup.quarantined:
             log.warning("recovered: quarantined %s", line)
 
@@ -157,7 +162,7 @@ class Receiver:
         for thread in self._threads:
             thread.join()
         try:
-            return self.store.catch_up(lock_timeout_s=grace_s)
+            return self.sink.catch_up(lock_timeout_s=grace_s)
         except StoreBusy as exc:
             log.warning("not deriving the last batches now (%s): the next writer will", exc)
             return ImportReport()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from otelcar.ingest.raw import RawRecord
-from otelcar.store import Store
+from otelcar.store.sink import TraceSink
 
 log = logging.getLogger("otelcar.receiver")
 
@@ -51,7 +51,7 @@ class DurableWriter:
 
     def __init__(
         self,
-        store: Store,
+        store: TraceSink,
         *,
         max_pending: int = 4096,
         max_pending_bytes: int = 256 * 1024 * 1024,
@@ -64,7 +64,7 @@ class DurableWriter:
         ``refuse`` is asked before each batch is queued; a reason it returns is raised as
         :class:`Backpressure` (the receiver's bound on the derivation backlog)."""
         self._refuse = refuse
-        self.store = store
+        self.sink = store
         self._before_first_write = before_first_write
         self.ack_timeout_s = ack_timeout_s  # how long a request waits for its fsync
         self.max_pending = max_pending
@@ -125,7 +125,7 @@ class DurableWriter:
                 self._queue.clear()
                 self._bytes = 0
             try:
-                self.store.append([ticket.record for ticket in batch])
+                self.sink.append([ticket.record for ticket in batch])
             except BaseException as exc:
                 log.error("raw write of %d batches failed: %s", len(batch), exc)
                 for ticket in batch:

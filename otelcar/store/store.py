@@ -29,10 +29,11 @@ import polars as pl
 from otelcar.config import default_store_path
 from otelcar.errors import StoreBusy, StoreError, TraceNotFound
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.raw import RawRecord, decode_record, failure_reason
+from otelcar.ingest.raw import RawRecord
 from otelcar.schema import TRACES_SCHEMA
+from otelcar.store.decoding import decode_counted
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
-from otelcar.store.report import ImportReport, RecordProblem
+from otelcar.store.report import ImportReport
 from otelcar.store.segments import Quarantined, SegmentLog, StoredFrame
 from otelcar.store.tables import log_rows, span_rows
 from otelcar.trajectory import build_traces
@@ -41,7 +42,6 @@ log = logging.getLogger("otelcar.store")
 LAYOUT = 1
 BUILD_LIMIT_BYTES = 64 * 1024 * 1024
 LOCK_TIMEOUT_S = 30.0
-MAX_PROBLEMS_PER_RECORD = 5
 
 Progress = Callable[[int], None]
 
@@ -260,36 +260,18 @@ class Store:
                 record_rows.append(row)
                 continue
             known.add(record_id)
-            try:
-                decoded, signal = decode_record(record)
-            except Exception as exc:  # whatever one record does, it is kept apart with why
-                reason = failure_reason(exc)
-                row["status"], row["reason"] = "unparsed", reason
-                report.unparsed.append(RecordProblem(record.source, record.position, reason))
-                record_rows.append(row)
-                continue
-            for item in [*decoded.spans, *decoded.logs]:
-                item.seq = seq
-                item.record_id = record_id
-                seq += 1
+            decoded = decode_counted(record, report, seq=seq)
+            seq += len(decoded.spans) + len(decoded.logs)
             spans.extend(decoded.spans)
             logs.extend(decoded.logs)
-            row.update(
-                signal=signal,
-                n_spans=len(decoded.spans),
-                n_logs=len(decoded.logs),
-                n_rejected=len(decoded.problems),
-            )
-            report.imported += 1
-            report.spans += len(decoded.spans)
-            report.logs += len(decoded.logs)
-            report.rejected_items += len(decoded.problems)
-            if decoded.problems:
-                shown = decoded.problems[:MAX_PROBLEMS_PER_RECORD]
-                more = len(decoded.problems) - len(shown)
-                reason = "; ".join(shown) + (f"; … {more} more" if more else "")
-                row["status"], row["reason"] = "partial", reason
-                report.partial.append(RecordProblem(record.source, record.position, reason))
+            row.update(status=decoded.status, reason=decoded.reason)
+            if decoded.status != "unparsed":
+                row.update(
+                    signal=decoded.signal,
+                    n_spans=len(decoded.spans),
+                    n_logs=len(decoded.logs),
+                    n_rejected=decoded.rejected,
+                )
             record_rows.append(row)
 
         index = derived.traces()
