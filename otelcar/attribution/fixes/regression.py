@@ -5,12 +5,13 @@ table as Parquet in ``traces/`` beside it) that re-decides the failed step's exa
 against the **live** policy of ``otelcar.toml`` — no cache kept between runs, so a model or
 prompt change that brings the bug back fails it — with the chosen fix applied (or none), and
 asserts that the bad decision's rate stays at or below a bound. The file calls
-:func:`check_decision`, which is also the Python API for the same check.
+:func:`otelcar.regression_check.check_decision` (which reads the ``otelcar.toml``: project
+configuration lives above this layer); :func:`check_decision_async` is the same check on a
+run, a registry and an outcome.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import pprint
@@ -20,15 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from otelcar.attribution.context.decisions import decision_sampler, same_decision
 from otelcar.attribution.experiment.redecisions import describe_action
 from otelcar.attribution.fixes.result import FixCandidate
 from otelcar.errors import OtelcarError
 from otelcar.replay.harness import Environment
 from otelcar.replay.plan import EditContext, Plan
-from otelcar.replay.recorded import RecordedRun, load_run
+from otelcar.replay.recorded import RecordedRun
 
 
 class RegressionError(OtelcarError):
@@ -106,41 +105,6 @@ async def check_decision_async(
     )
 
 
-def check_decision(
-    trace: str | Path,
-    step: int,
-    *,
-    config: str | Path | None,
-    same: str = "outcome",
-    fix: dict[str, Any] | None = None,
-    fix_name: str | None = None,
-    samples: int = 10,
-    seed: int = 0,
-) -> RegressionCheck:
-    """:func:`check_decision_async` on a steps table saved as Parquet, with the policies of
-    the ``otelcar.toml`` at ``config``."""
-    from otelcar.project_config import load_config
-
-    steps = pl.read_parquet(trace)
-    if steps.is_empty():
-        raise RegressionError(f"{trace}: no steps")
-    run = load_run(steps["trace_id"][0], steps)
-    project = load_config(config)
-    return asyncio.run(
-        check_decision_async(
-            run,
-            step,
-            registry=project.registry,
-            outcome=project.outcome,
-            same=same,
-            fix=fix,
-            fix_name=fix_name,
-            samples=samples,
-            seed=seed,
-        )
-    )
-
-
 def _free(path: Path) -> Path:
     """``path``, or ``name_2.py``, ``name_3.py``… when it exists (never overwrite)."""
     if not path.exists():
@@ -215,7 +179,7 @@ def write_regression_test(
 
 from pathlib import Path
 
-from otelcar.attribution.fixes.regression import check_decision
+from otelcar.regression_check import check_decision
 
 HERE = Path(__file__).resolve().parent
 TRACE = HERE / "traces" / {json.dumps(trace_file.name)}
