@@ -149,7 +149,9 @@ def _severity(value: Any) -> int:
     return (_SEVERITY_NAMES.index(base) - 1) * 4 + offset
 
 
-def _enum(value: Any, names: tuple[str, ...], prefix: str) -> str:
+def enum_name(value: Any, names: tuple[str, ...], prefix: str) -> str:
+    """An OTLP enum as its name without ``prefix``: from its number (``names[n]``, or
+    ``PREFIXn`` out of range), its name with or without the prefix, ``names[0]`` when unset."""
     if value is None or value == "":
         return names[0]
     if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
@@ -265,14 +267,14 @@ def _span(
         span_id=span_id,
         parent_span_id=read_id(_get(span, "parentSpanId", "parent_span_id"), 8),
         name=str(span.get("name", "")),
-        kind=_enum(span.get("kind"), SPAN_KINDS, "SPAN_KIND_"),
+        kind=enum_name(span.get("kind"), SPAN_KINDS, "SPAN_KIND_"),
         start_ns=check_time(
             _int(_get(span, "startTimeUnixNano", "start_time_unix_nano")), "startTimeUnixNano"
         ),
         end_ns=check_time(
             _int(_get(span, "endTimeUnixNano", "end_time_unix_nano")), "endTimeUnixNano"
         ),
-        status_code=_enum(status.get("code"), STATUS_CODES, "STATUS_CODE_"),
+        status_code=enum_name(status.get("code"), STATUS_CODES, "STATUS_CODE_"),
         status_message=_text(status.get("message"), "status.message"),
         attributes=key_values(span.get("attributes")),
         events=_events(span.get("events")),

@@ -46,7 +46,7 @@ from decimal import Decimal
 from typing import Any
 
 from otelcar.ingest.frames import SPAN_KINDS, STATUS_CODES, LogFrame, SpanFrame, normalize_id
-from otelcar.ingest.otlp_json import _enum
+from otelcar.ingest.otlp_json import enum_name
 
 _INT = re.compile(r"-?(0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?(e[-+][0-9]+)?")
@@ -158,10 +158,10 @@ def span_from_row(row: Mapping[str, Any], seq: int) -> SpanFrame:
         span_id=span_id,
         parent_span_id=_id(row["parent_span_id"], 8),
         name=str(row["name"]),
-        kind=_enum(row["kind"] or None, SPAN_KINDS, "SPAN_KIND_"),
+        kind=enum_name(row["kind"] or None, SPAN_KINDS, "SPAN_KIND_"),
         start_ns=start_ns,
         end_ns=start_ns + int(row["duration_ns"]),
-        status_code=_enum(row["status_code"] or None, STATUS_CODES, "STATUS_CODE_"),
+        status_code=enum_name(row["status_code"] or None, STATUS_CODES, "STATUS_CODE_"),
         status_message=row["status_message"] or None,
         attributes=attributes,
         events=events,

@@ -32,7 +32,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -50,14 +50,13 @@ from otelcar.attribution.steps.bisection import bisect
 from otelcar.attribution.steps.curve import (
     Baseline,
     StepEffect,
-    _apart,
-    _with,
     bound_closes,
     curve_plans,
     detectable_effect,
     estimate,
     pick_culprit,
     point_of_no_return,
+    told_apart,
 )
 from otelcar.attribution.steps.refute import refute
 from otelcar.attribution.steps.result import AttributionResult
@@ -457,7 +456,7 @@ async def sequential(
         for e in effects:
             if e is culprit:
                 continue
-            if culprit is not None and _apart(culprit, e, outcomes, confidence):
+            if culprit is not None and told_apart(culprit, e, outcomes, confidence):
                 continue
             if e.repeats_recorded:
                 # No pair could tell yet: in play until its bound on |Δ| is below what the
@@ -485,7 +484,7 @@ async def sequential(
         needed = {k for e in contenders for k in (e.index, e.index - 1)}
     assert baseline is not None and effects is not None
     if futile and reason in ("futility", "separated"):
-        effects = [_with(e, futile=e.index in futile) for e in effects]
+        effects = [replace(e, futile=e.index in futile) for e in effects]
     return baseline, effects, done, reason
 
 

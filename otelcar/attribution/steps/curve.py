@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from otelcar.attribution.experiment.contrast import Pairs, paired
@@ -197,15 +197,9 @@ def estimate(
         scaled.append(min(1.0, p_value * alpha / level) if level > 0 else 1.0)
     adjusted = holm(scaled)
     return baseline, [
-        _with(e, p_adjusted=p, significant=p <= alpha and e.test_alpha > 0)
+        replace(e, p_adjusted=p, significant=p <= alpha and e.test_alpha > 0)
         for e, p in zip(effects, adjusted, strict=True)
     ]
-
-
-def _with(effect: StepEffect, **changes: Any) -> StepEffect:
-    from dataclasses import replace
-
-    return replace(effect, **changes)
 
 
 def contrast(
@@ -219,7 +213,7 @@ def contrast(
     has fewer rollouts (its plans were sampled less), each Δ gets its own interval from its
     own pairs and the half-widths add (valid whatever the correlation of the two estimates).
     A step whose re-decisions all repeated its recorded action contributes Δ = 0 observed
-    (its bound is compared in :func:`_apart`).
+    (its bound is compared in :func:`told_apart`).
     """
     top_values = _pair_values(outcomes, top.index)
     if other.repeats_recorded:
@@ -263,16 +257,20 @@ def pick_culprit(
     return culprit, [
         e.step
         for e in effects
-        if e is not culprit and e.delta > 0 and not _apart(culprit, e, outcomes, confidence)
+        if e is not culprit and e.delta > 0 and not told_apart(culprit, e, outcomes, confidence)
     ]
 
 
-def _apart(
+def told_apart(
     culprit: StepEffect,
     other: StepEffect,
     outcomes: dict[int, PlanOutcomes] | None,
     confidence: float,
 ) -> bool:
+    """Whether ``culprit``'s effect is shown larger than ``other``'s: by the paired contrast
+    of their rollouts when there are outcomes to pair, else (or while ``other``'s
+    re-decisions all repeated the recorded action) by the upper bound of ``other``'s Δ
+    lying under the lower bound of ``culprit``'s."""
     if other.repeats_recorded:  # no pair told them apart yet: compare the bound
         return other.delta_ci.high < culprit.delta_ci.low
     if outcomes is None:
@@ -288,7 +286,7 @@ def separated(
 ) -> bool:
     """Whether the culprit's Δ is above every other step's (paired contrasts with
     ``outcomes``; else its Δ interval lies above every other step's)."""
-    return all(_apart(culprit, e, outcomes, confidence) for e in effects if e is not culprit)
+    return all(told_apart(culprit, e, outcomes, confidence) for e in effects if e is not culprit)
 
 
 def detectable_effect(looks: Sequence[int], threshold: float) -> float:
