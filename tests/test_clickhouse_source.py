@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from otelcar import Store, import_files
 from otelcar.cli import cli
 from otelcar.errors import SourceError, TraceNotFound
 from otelcar.importer import iter_file_records
@@ -487,3 +488,34 @@ def test_time_filters_apply_to_the_local_store_too(tmp_path: Path):
     before = runner.invoke(cli, [*store, "traces", "--until", "2000-01-01", "--json"])
     assert [t["trace_id"] for t in json.loads(after.output)] == [NEW_CONTENT]
     assert json.loads(before.output) == []
+
+
+# -- one trace-reading interface: the local store answers the same calls alike -----------------
+def test_the_store_and_clickhouse_answer_the_same_source_calls(engine: Engine, tmp_path: Path):
+    groups = [g for g in GROUPS if g not in DATABASES and g not in EVICTED]
+    store = Store(tmp_path / "store")
+    import_files([p for g in groups for p in GROUPS[g]], store=store)
+    ids = sorted({t for g in groups for t in engine.trace_ids[g]})
+    with store as local, open_source(SourceSettings(engine.url)) as remote:
+        for source in (local, remote):
+            assert callable(source.traces) and callable(source.load) and source.where
+        wanted = TraceFilter(trace_ids=tuple(ids))
+        mine, theirs = local.traces(wanted), remote.traces(wanted)
+        assert (
+            mine["trace_id"].to_list()
+            == theirs["trace_id"].to_list()
+            == sorted(ids, key=lambda t: (mine.filter(pl.col("trace_id") == t)["start_ns"][0], t))
+        )
+        assert mine.drop("build_id").equals(theirs.drop("build_id"))
+        for trace_id in ids:
+            assert local.resolve(trace_id[:12]) == remote.resolve(trace_id[:12]) == trace_id
+            a, b = local.load(trace_id[:12]), remote.load(trace_id)
+            assert a.trace_id == b.trace_id == trace_id
+            assert a.steps.equals(b.steps), trace_id
+            assert {k: v for k, v in a.summary.items() if k != "build_id"} == {
+                k: v for k, v in b.summary.items() if k != "build_id"
+            }
+        newest = local.traces(TraceFilter(trace_ids=tuple(ids), limit=2))
+        assert newest["trace_id"].to_list() == mine["trace_id"].to_list()[-2:]
+        with pytest.raises(TraceNotFound):
+            local.load("ffffffffffff")

@@ -31,6 +31,7 @@ from otelcar.errors import StoreBusy, StoreError, TraceNotFound
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord
 from otelcar.schema import TRACES_SCHEMA
+from otelcar.sources import LoadedTrace, TraceFilter
 from otelcar.store.decoding import decode_counted
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport
@@ -342,9 +343,48 @@ class Store:
             self._derived_seen = seen
         return self.derived
 
-    def traces(self) -> pl.DataFrame:
-        """The trace index (:data:`otelcar.schema.TRACES_SCHEMA`), oldest first."""
-        return self._current().traces()
+    # -- the trace-source interface (otelcar.sources.TraceSource) ---------------------------
+    @property
+    def where(self) -> str:
+        """Where the traces are, for messages (``store PATH``)."""
+        return f"store {self.root}"
+
+    def traces(self, filter: TraceFilter | None = None) -> pl.DataFrame:
+        """The trace index (:data:`otelcar.schema.TRACES_SCHEMA`), oldest first: every trace,
+        or those ``filter`` selects (:class:`~otelcar.sources.TraceFilter`: ``service`` is
+        the trace's service, ``since_ns``/``until_ns`` bound its start, ``limit`` keeps the
+        newest N; a local store lists all matches when ``limit`` is ``None``)."""
+        index = self._current().traces()
+        if filter is None:
+            return index
+        if filter.service is not None:
+            index = index.filter(pl.col("service") == filter.service)
+        if filter.since_ns is not None:
+            index = index.filter(pl.col("start_ns") >= filter.since_ns)
+        if filter.until_ns is not None:
+            index = index.filter(pl.col("start_ns") < filter.until_ns)
+        if filter.trace_ids:
+            index = index.filter(pl.col("trace_id").is_in([t.lower() for t in filter.trace_ids]))
+        if filter.prefix:
+            index = index.filter(pl.col("trace_id").str.starts_with(filter.prefix.lower()))
+        return index if filter.limit is None else index.tail(max(filter.limit, 0))
+
+    def load(self, trace_id: str) -> LoadedTrace:
+        """One trace (a full id or a unique prefix): its steps and its index row;
+        ``rows_read`` counts the steps read."""
+        full = self.resolve(trace_id)
+        summary = self.traces().filter(pl.col("trace_id") == full).row(0, named=True)
+        steps = self.steps(full)
+        return LoadedTrace(full, steps, summary, steps.height)
+
+    def close(self) -> None:
+        """Nothing to release (files are opened per read); for the context-manager form."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def resolve(self, prefix: str) -> str:
         """The full trace id matching a unique (case-insensitive) prefix."""
