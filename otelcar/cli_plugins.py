@@ -64,7 +64,8 @@ def _table(plugins: list[Any]) -> Any:
     def shown(text: str) -> Text:  # control characters of a package's metadata made visible
         return Text(visible(text))
 
-    table = Table(title=f"{len(plugins)} plugins", header_style="bold")
+    title = f"{len(plugins)} plugin{'s' if len(plugins) != 1 else ''}"
+    table = Table(title=title, header_style="bold")
     for column in ("plugin", "version", "distribution", "hooks", "registered", "status"):
         table.add_column(column, no_wrap=column in ("plugin", "version"))
     for plugin in plugins:

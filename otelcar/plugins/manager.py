@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import inspect
 import sys
 import threading
 import traceback
@@ -43,7 +42,8 @@ Report = Callable[[str, BaseException | None], None]
 @dataclass
 class PluginInfo:
     """What is known of one plugin: where it came from, which hooks it implements, what
-    each of its hooks registered so far (hook → names), and its errors and notes."""
+    each of its hooks registered so far (hook → names), its errors (``"failed to load: …"``,
+    ``"raised in HOOK: …"``) and its notes (names it replaced)."""
 
     name: str
     builtin: bool = False
@@ -177,9 +177,8 @@ class PluginHost:
         info.hooks.sort(key=list(HOOKS).index)
 
     def _fail(self, info: PluginInfo, what: str, error: BaseException | None) -> None:
-        message = f"{info.label} {what}; otelcar goes on without it"
-        info.errors.append(message)
-        self._report(f"error: {message}", error)
+        info.errors.append(what)
+        self._report(f"error: {info.label} {what}; otelcar goes on without it", error)
 
     def _note(self, info: PluginInfo, message: str) -> None:
         info.notes.append(message)
@@ -225,7 +224,7 @@ class PluginHost:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> None:
-        name = _registered_name(register, args, kwargs)
+        name = _registered_name(args, kwargs)
         what = REGISTER_HOOKS[hook]
         try:
             register(*args, **kwargs)
@@ -320,13 +319,14 @@ def _entry_points(group: str) -> list[tuple[PluginInfo, importlib.metadata.Entry
     return found
 
 
-def _registered_name(register: Callable[..., Any], args: tuple, kwargs: dict) -> str:
-    """The name a ``register`` call registers: its first argument when that is text, else
-    that argument's ``name``."""
-    try:
-        first = next(iter(inspect.signature(register).bind(*args, **kwargs).arguments.values()))
-    except (TypeError, ValueError, StopIteration):
-        first = args[0] if args else next(iter(kwargs.values()), None)
+def _registered_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The name a ``register`` call registers: its first argument (or its ``name=`` /
+    ``scheme=``) when that is text, else that argument's ``name`` (a mapper, a format)."""
+    if args:
+        first = args[0]
+    else:
+        keyed = [kwargs[k] for k in ("name", "scheme") if k in kwargs]
+        first = keyed[0] if keyed else next(iter(kwargs.values()), None)
     if isinstance(first, str):
         return first
     return str(getattr(first, "name", None) or repr(first))
