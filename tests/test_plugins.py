@@ -152,6 +152,42 @@ def test_plugin_commands_may_not_replace_built_in_ones():
     ]
 
 
+def test_two_distributions_with_one_plugin_name_load_the_first(tmp_path, monkeypatch):
+    group = "otelcar-tests-duplicate"
+    for dist, module in (("dist_one", "plugin_one"), ("dist_two", "plugin_two")):
+        (tmp_path / f"{module}.py").write_text(
+            "from otelcar.plugins import hookimpl\n\n\n@hookimpl\n"
+            f"def register_outcomes(register):\n    register({module!r}, None)\n"
+        )
+        info = tmp_path / f"{dist}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[{group}]\nsame = {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recorder = Recorder()
+    host = PluginHost(builtins=[], group=group, report=recorder.report)
+    host.ensure("register_outcomes", recorder.register)
+    first = recorder.registered[0][0]
+    assert len(recorder.registered) == 1 and first in ("plugin_one", "plugin_two")
+    loser = {"plugin_one": "dist_two", "plugin_two": "dist_one"}[first]
+    (message,) = recorder.messages
+    assert message.startswith("error: plugin 'same' (entry point 'same = ")
+    assert f"of {loser} 1.0) is not loaded: its name is taken by plugin 'same'" in message
+
+
+def test_import_and_version_load_no_plugin():
+    """Plugins load when a registry is first consulted, never at start-up."""
+    probe = (
+        "import sys\n"
+        "import otelcar\n"
+        "from otelcar.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pluggy', 'otelcar.plugins'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout
+
+
 def test_the_built_ins_come_in_through_the_same_hooks():
     """Every built-in registry entry is registered by the built-in plugin, and only by it."""
     from otelcar.conventions import mapper_names

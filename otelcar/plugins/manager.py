@@ -143,7 +143,9 @@ class PluginHost:
                             other = self._infos[info.name]
                             if other.distribution == info.distribution:
                                 continue  # the same distribution seen twice on sys.path
-                            self._fail(info, f"its name is taken by {other.label}", None)
+                            self._fail(
+                                info, f"is not loaded: its name is taken by {other.label}", None
+                            )
                             self._infos.setdefault(f"{info.name} ({info.distribution})", info)
                             continue
                         self._add(info, entry_point.load)
