@@ -299,11 +299,19 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _otelcar(
-    tmp_path: Path, *args: str, paths: tuple[Path, ...] = (), debug: bool = False
+    tmp_path: Path,
+    *args: str,
+    paths: tuple[Path, ...] = (),
+    debug: bool = False,
+    plugins: str | None = None,
 ) -> subprocess.CompletedProcess:
-    """``otelcar --store TMP/store ARGS`` in a subprocess seeing the plugins under ``paths``."""
+    """``otelcar --store TMP/store ARGS`` in a subprocess seeing the plugins under ``paths``
+    (only those named by ``plugins``, as ``OTELCAR_PLUGINS``, when given)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, paths), str(ROOT)])}
     env.pop("OTELCAR_DEBUG", None)
+    env.pop("OTELCAR_PLUGINS", None)
+    if plugins is not None:
+        env["OTELCAR_PLUGINS"] = plugins
     command = [sys.executable, "-m", "otelcar.cli", "--store", str(tmp_path / "store")]
     command += ["--debug", *args] if debug else list(args)
     return subprocess.run(
@@ -572,3 +580,7 @@ def test_a_broken_plugin_is_one_error_line_and_otelcar_goes_on(plugin_dir, tmp_p
     assert len(errors) == 2 and "Traceback" not in rolled.stderr
     debug = _otelcar(tmp_path, "plugins", paths=paths, debug=True)
     assert debug.returncode == 0 and debug.stderr.count("Traceback") == 2
+    chosen = _ok(_otelcar(tmp_path, "plugins", "--json", paths=paths, plugins="acme,nope"))
+    assert [p["name"] for p in json.loads(chosen.stdout)] == ["acme"] and not chosen.stderr
+    none = _ok(_otelcar(tmp_path, "plugins", "--all", "--json", paths=paths, plugins=""))
+    assert [p["name"] for p in json.loads(none.stdout)] == ["otelcar"] and not none.stderr

@@ -3,9 +3,10 @@
 A :class:`PluginHost` owns one pluggy ``PluginManager``. It is built the first time a hook is
 needed (never at ``import otelcar``): the built-in plugin (:mod:`otelcar.plugins.builtins`)
 is registered first, then every entry point of the ``otelcar`` group, in the order
-:func:`importlib.metadata.distributions` yields them. Each registry then asks for its own hook
+:func:`importlib.metadata.entry_points` finds them. Each registry then asks for its own hook
 (:meth:`PluginHost.ensure`) the first time it is consulted, so reading a dump does not import
-the policies and ``otelcar --version`` loads no plugin at all.
+the policies and ``otelcar --version`` loads no plugin at all. ``OTELCAR_PLUGINS`` (names,
+comma-separated; empty: none) limits which installed plugins load.
 
 Errors: a plugin whose import fails, that implements a hook otelcar does not have, or whose
 hook raises, is reported as one ``error:`` line on stderr naming the plugin and its entry
@@ -28,7 +29,7 @@ from typing import Any
 
 import pluggy
 
-from otelcar.config import debug_enabled
+from otelcar.config import debug_enabled, enabled_plugins
 from otelcar.plugins import hookspecs
 from otelcar.plugins.hookspecs import ENTRY_POINT_GROUP, HOOKS, PROJECT, REGISTER_HOOKS
 
@@ -138,7 +139,10 @@ class PluginHost:
                 for name, plugin in self._extra:
                     self._add(PluginInfo(name), lambda p=plugin: _resolve(p))
                 if self._group is not None:
+                    wanted = enabled_plugins()
                     for info, entry_point in _entry_points(self._group):
+                        if wanted is not None and info.name not in wanted:
+                            continue  # OTELCAR_PLUGINS leaves it out
                         if info.name in self._infos:
                             other = self._infos[info.name]
                             if other.distribution == info.distribution:
