@@ -2,8 +2,10 @@
 
 The root group only: every command lives in a module of its own kind (:mod:`otelcar.cli_ingest`,
 :mod:`otelcar.cli_replay`, :mod:`otelcar.cli_repair`, :mod:`otelcar.cli_report`,
-:mod:`otelcar.model.cli`) imported when it runs, so ``otelcar --version`` loads neither polars,
-scipy, grpc nor the reports. Errors become one ``error:`` line and exit status 2, in one place
+:mod:`otelcar.cli_plugins`, :mod:`otelcar.model.cli`) imported when it runs, so ``otelcar
+--version`` loads neither polars, scipy, grpc nor the reports. Plugins add commands through the
+``register_commands`` hook, loaded only for a name that is not built in, or by ``--help``.
+Errors become one ``error:`` line and exit status 2, in one place
 (:class:`otelcar.cli_common.OtelcarGroup`); ``--debug`` or ``OTELCAR_DEBUG=1`` shows the
 traceback instead.
 """
@@ -36,12 +38,14 @@ COMMANDS = {
     "report": "otelcar.cli_report:report_command",
     "aggregate": "otelcar.cli_report:aggregate_command",
     "model": "otelcar.model.cli:model_group",
+    "plugins": "otelcar.cli_plugins:plugins_command",
 }
 
 
 @click.group(
     cls=LazyGroup,
     lazy=COMMANDS,
+    plugin_commands=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="otelcar")
@@ -61,6 +65,10 @@ def cli(ctx: click.Context, store_path: Path, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["store"] = store_path
     ctx.obj["debug"] = debug
+    if debug:  # tracebacks below plugin errors too
+        from otelcar.plugins.manager import set_debug
+
+        set_debug(True)
 
 
 def main(argv: list[str] | None = None) -> None:

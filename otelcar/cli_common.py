@@ -120,13 +120,34 @@ class OtelcarGroup(click.Group):
 class LazyGroup(OtelcarGroup):
     """A command group whose subcommands live in modules imported only when one is used
     (``lazy``: command name → ``"module:attribute"``), as click's documentation suggests for
-    large CLIs; ``--help`` imports them all to list their help."""
+    large CLIs; ``--help`` imports them all to list their help.
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+    With ``plugin_commands``, the plugins' ``register_commands(cli)`` hook adds its commands
+    the first time a name that is not a built-in command is asked for, or the commands are
+    listed; a plugin may not replace a built-in command (:mod:`otelcar.plugins`)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        lazy: dict[str, str] | None = None,
+        plugin_commands: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})
+        self.plugin_commands = plugin_commands
+
+    def _load_plugin_commands(self, ctx: click.Context) -> None:
+        if not self.plugin_commands:
+            return
+        from otelcar.plugins.manager import default_host, set_debug
+
+        if ctx.find_root().params.get("debug"):  # parsed; the root callback has not run yet
+            set_debug(True)
+        default_host().ensure_commands(self, reserved=self.lazy)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands(ctx)
         return sorted({*super().list_commands(ctx), *self.lazy})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -134,4 +155,6 @@ class LazyGroup(OtelcarGroup):
             module_name, _, attribute = self.lazy[cmd_name].partition(":")
             command = getattr(importlib.import_module(module_name), attribute)
             self.add_command(command, cmd_name)
+        elif cmd_name not in self.commands:
+            self._load_plugin_commands(ctx)
         return super().get_command(ctx, cmd_name)

@@ -20,6 +20,7 @@ from otelcar.cli_common import (
     stderr_progress,
 )
 from otelcar.cli_options import (
+    RegistryChoice,
     TimeParam,
     chosen_source,
     config_option,
@@ -38,7 +39,7 @@ from otelcar.views import records_view, steps_view, trace_view, traces_view
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice([*FILE_FORMATS, *(f.name for f in export_formats())]),
+    type=RegistryChoice(lambda: [f.name for f in export_formats()], fixed=FILE_FORMATS),
     default="auto",
     show_default=True,
     help="File format; auto sniffs each file.",

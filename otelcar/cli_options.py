@@ -3,20 +3,35 @@ fix, test): one definition each, so their flags and their meaning cannot drift a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 import click
 
-from otelcar.executors import EXECUTORS, Executor
+from otelcar.executors import Executor, executor_names
 
 CONFIG_HELP = "otelcar.toml with the policies and the outcome."
 FAIL_IF_HELP = (
     "Outcome rule (any of them fails): tool_called:NAME, tool_not_called:NAME, "
     "final_answer:REGEX. Overrides [outcome]."
 )
+
+
+class RegistryChoice(click.Choice):
+    """A choice among the names of a registry that plugins extend (executors, formats): the
+    names are read when the value is checked or the help is shown, not when the command is
+    defined, so defining a command loads no plugin. ``fixed`` names come first."""
+
+    def __init__(self, names: Callable[[], Iterable[str]], *, fixed: Sequence[str] = ()) -> None:
+        self._names = names
+        self._fixed = tuple(fixed)
+        self.case_sensitive = True
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return (*self._fixed, *(n for n in self._names() if n not in self._fixed))
 
 
 def config_option(help: str = CONFIG_HELP) -> Callable[..., Any]:
@@ -58,9 +73,9 @@ def executor_options() -> Callable[..., Any]:
         )(function)
         return click.option(
             "--executor",
-            type=click.Choice(EXECUTORS),
-            help="Where the rollouts run: local (this process) or ray (a Ray cluster). "
-            "Default: [replay] executor, else local.",
+            type=RegistryChoice(executor_names),
+            help="Where the rollouts run: local (this process), ray (a Ray cluster) or an "
+            "executor a plugin adds. Default: [replay] executor, else local.",
         )(function)
 
     return decorate
@@ -110,8 +125,8 @@ def apply_fail_if(config: Any, fail_if: tuple[str, ...], *, required: bool) -> N
 
 SOURCE_HELP = (
     "Read traces from ClickHouse instead of the local store: clickhouse://USER:PASS@HOST:PORT/DB, "
-    "clickhouses://… (TLS) or chdb://PATH (env OTELCAR_SOURCE; default: [source] url of "
-    "otelcar.toml). See docs/clickhouse.md."
+    "clickhouses://… (TLS) or chdb://PATH, or from a source a plugin adds (env OTELCAR_SOURCE; "
+    "default: [source] url of otelcar.toml). See docs/clickhouse.md, docs/plugins.md."
 )
 
 

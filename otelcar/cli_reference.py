@@ -1,6 +1,7 @@
 """Render the CLI reference (``docs/cli.md``) from the click commands themselves.
 
-``python -m otelcar.cli_reference > docs/cli.md`` regenerates it; a test checks it is current.
+``python -m otelcar.cli_reference > docs/cli.md`` regenerates it (with no third-party plugin
+loaded, whatever is installed: ``OTELCAR_PLUGINS=""``); a test checks it is current.
 """
 
 from __future__ import annotations
@@ -47,4 +48,9 @@ def render() -> str:
 
 
 if __name__ == "__main__":
+    import os
+
+    from otelcar.config import ENV_PLUGINS
+
+    os.environ[ENV_PLUGINS] = ""  # otelcar's own reference: no plugin's commands or names
     print(render(), end="")

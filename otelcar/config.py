@@ -5,6 +5,7 @@
 | ``OTELCAR_HOME`` | directory of the local store | ``./.otelcar`` |
 | ``OTELCAR_DEBUG`` | ``1`` shows tracebacks on errors in the CLI | unset |
 | ``OTELCAR_DATA_DIR`` | user data (local model, its server logs) | ``~/.local/share/otelcar`` |
+| ``OTELCAR_PLUGINS`` | which installed plugins load: names, comma-separated; empty: none | all |
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 ENV_HOME = "OTELCAR_HOME"
 ENV_DEBUG = "OTELCAR_DEBUG"
 ENV_DATA_DIR = "OTELCAR_DATA_DIR"
+ENV_PLUGINS = "OTELCAR_PLUGINS"
 DEFAULT_HOME = ".otelcar"
 
 
@@ -26,3 +28,12 @@ def default_store_path() -> Path:
 def debug_enabled() -> bool:
     """Whether ``OTELCAR_DEBUG`` asks for tracebacks."""
     return os.environ.get(ENV_DEBUG, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def enabled_plugins() -> frozenset[str] | None:
+    """The installed plugins ``OTELCAR_PLUGINS`` lets load (by entry-point name; empty: none),
+    or ``None`` when it is unset: all of them. The built-in plugin always loads."""
+    value = os.environ.get(ENV_PLUGINS)
+    if value is None:
+        return None
+    return frozenset(name.strip() for name in value.split(",") if name.strip())

@@ -14,7 +14,10 @@ whether the run **failed**. Built-ins:
 | ``judge`` | the LLM policy ``policy`` answers yes to ``question`` about the transcript |
 | ``function`` | ``module:function(steps) -> bool`` returns True |
 
-``any`` / ``all`` combine rules. An argument matcher is a literal (equal, numbers compared
+``any`` / ``all`` combine rules. Outcome *types* are a registry (:func:`register_outcome_type`),
+filled through the ``register_outcomes`` plugin hook (:mod:`otelcar.plugins`) the first time
+it is consulted: the built-ins above (:data:`BUILTIN_OUTCOMES`) come in through it exactly as
+a third party's do. An argument matcher is a literal (equal, numbers compared
 exactly) or a string ``"re:<regex>"`` (full match on the value's text).
 
 The built-ins read a run as its :class:`RunEvent` sequence (the agent's outputs and the tool
@@ -36,6 +39,7 @@ import polars as pl
 
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments
+from otelcar.plugins.door import RegistryHook
 from otelcar.usercode import call_user
 
 MAX_JUDGE_CHARS = 6000
@@ -290,46 +294,103 @@ class AllOf:
         return True
 
 
+#: ``factory(options, registry) -> Outcome``: ``options`` is the ``[outcome]`` table less
+#: ``type``, ``registry`` the :class:`~otelcar.policies.PolicyRegistry` (or ``None``).
+OutcomeFactory = Callable[[dict[str, Any], Any], Outcome]
+_TYPES: dict[str, OutcomeFactory] = {}
+COMBINATORS = ("any", "all")
+
+
+def _add(name: str, factory: OutcomeFactory) -> None:
+    if name in COMBINATORS:
+        raise OutcomeError(f"outcome type {name!r}: 'any' and 'all' combine rules, not a type")
+    if not callable(factory):
+        raise OutcomeError(f"outcome type {name!r}: the factory is not callable")
+    _TYPES[name] = factory
+
+
+_PLUGINS = RegistryHook("register_outcomes", _add)
+
+
+def register_outcome_type(name: str, factory: OutcomeFactory) -> None:
+    """Make ``[outcome] type = "<name>"`` usable: ``factory(options, registry)`` builds the
+    outcome from the table's other keys (raising :class:`OutcomeError`, ``KeyError`` or
+    ``TypeError`` for bad options). Replaces a type of the same name (the plugins' types are
+    registered first)."""
+    _PLUGINS.ensure()
+    _add(name, factory)
+
+
+def outcome_types() -> list[str]:
+    """The registered outcome types, in registration order."""
+    _PLUGINS.ensure()
+    return list(_TYPES)
+
+
 def outcome_from_config(config: Mapping[str, Any], registry: Any = None) -> Outcome:
-    """Build an outcome from the ``[outcome]`` table of ``otelcar.toml``."""
+    """Build an outcome from the ``[outcome]`` table of ``otelcar.toml``: ``any``/``all``
+    combine rules, anything else is built by the factory of its ``type``."""
     if "any" in config or "all" in config:
         key = "any" if "any" in config else "all"
         rules = tuple(outcome_from_config(rule, registry) for rule in config[key])
         if not rules:
             raise OutcomeError(f"outcome '{key}' has no rules")
         return AnyOf(rules) if key == "any" else AllOf(rules)
+    _PLUGINS.ensure()
     kind = config.get("type")
+    factory = _TYPES.get(kind) if isinstance(kind, str) else None
+    if factory is None:
+        raise OutcomeError(
+            f"unknown outcome type {kind!r}; known: {', '.join(_TYPES)} (and any/all)"
+        )
     options = {k: v for k, v in config.items() if k != "type"}
     try:
-        if kind == "tool_called":
-            return ToolCalled(options.pop("tool"), options.pop("args", None), **options)
-        if kind == "tool_not_called":
-            return ToolCalled(options.pop("tool"), options.pop("args", None), negate=True)
-        if kind == "final_answer":
-            return FinalAnswer(**options)
-        if kind == "judge":
-            if registry is None:
-                raise OutcomeError("a judge outcome needs the policy registry")
-            return Judge(registry.llm(options.get("policy", "llm")), options["question"])
-        if kind == "function":
-            from otelcar.policies.python import load_callable
-
-            args = options.get("args", {})
-            if not isinstance(args, Mapping):
-                raise OutcomeError(
-                    f"outcome 'function': args must be a table of keyword arguments, not "
-                    f"{type(args).__name__}"
-                )
-            unknown = set(options) - {"function", "args"}
-            if unknown:
-                raise OutcomeError(
-                    f"outcome 'function': unknown option(s) {', '.join(sorted(unknown))}; "
-                    "known: function, args"
-                )
-            return FunctionOutcome(load_callable(options["function"]), options["function"], args)
+        return factory(options, registry)
     except (KeyError, TypeError) as exc:
         raise OutcomeError(f"outcome {kind!r}: bad or missing option ({exc})") from None
-    raise OutcomeError(
-        f"unknown outcome type {kind!r}; known: tool_called, tool_not_called, "
-        "final_answer, judge, function (and any/all)"
-    )
+
+
+def _tool_called(options: dict[str, Any], _registry: Any) -> Outcome:
+    return ToolCalled(options.pop("tool"), options.pop("args", None), **options)
+
+
+def _tool_not_called(options: dict[str, Any], _registry: Any) -> Outcome:
+    return ToolCalled(options.pop("tool"), options.pop("args", None), negate=True)
+
+
+def _final_answer(options: dict[str, Any], _registry: Any) -> Outcome:
+    return FinalAnswer(**options)
+
+
+def _judge(options: dict[str, Any], registry: Any) -> Outcome:
+    if registry is None:
+        raise OutcomeError("a judge outcome needs the policy registry")
+    return Judge(registry.llm(options.get("policy", "llm")), options["question"])
+
+
+def _function(options: dict[str, Any], _registry: Any) -> Outcome:
+    from otelcar.policies.python import load_callable
+
+    args = options.get("args", {})
+    if not isinstance(args, Mapping):
+        raise OutcomeError(
+            f"outcome 'function': args must be a table of keyword arguments, not "
+            f"{type(args).__name__}"
+        )
+    unknown = set(options) - {"function", "args"}
+    if unknown:
+        raise OutcomeError(
+            f"outcome 'function': unknown option(s) {', '.join(sorted(unknown))}; "
+            "known: function, args"
+        )
+    return FunctionOutcome(load_callable(options["function"]), options["function"], args)
+
+
+#: The built-in outcome types ``(name, factory)``, registered by the built-in plugin.
+BUILTIN_OUTCOMES: tuple[tuple[str, OutcomeFactory], ...] = (
+    ("tool_called", _tool_called),
+    ("tool_not_called", _tool_not_called),
+    ("final_answer", _final_answer),
+    ("judge", _judge),
+    ("function", _function),
+)

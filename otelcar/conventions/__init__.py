@@ -1,9 +1,11 @@
 """Dialect mappers and their registry.
 
-Built-ins register exactly as third-party mappers do, through :func:`register_mapper`.
-For each span every mapper is asked to :meth:`~otelcar.conventions.base.DialectMapper.claim`
-it; the lowest priority wins (ties: the earlier registration). A mapper that raises is
-isolated: the span falls back to the generic mapper with the error in its issues.
+Built-ins register exactly as third-party mappers do: the ``register_mappers`` plugin hook
+(:mod:`otelcar.plugins`) fills the registry, once, the first time it is consulted, through the
+same function :func:`register_mapper` calls. For each span every mapper is asked to
+:meth:`~otelcar.conventions.base.DialectMapper.claim` it; the lowest priority wins (ties: the
+earlier registration). A mapper that raises is isolated: the span falls back to the generic
+mapper with the error in its issues.
 """
 
 from __future__ import annotations
@@ -21,22 +23,12 @@ from otelcar.conventions.base import (
     MappedSpan,
     storable,
 )
-from otelcar.conventions.braintrust import BraintrustMapper
-from otelcar.conventions.genai import GenAIMapper
 from otelcar.conventions.generic import GenericMapper
-from otelcar.conventions.google_adk import GoogleADKMapper
-from otelcar.conventions.langfuse import LangfuseMapper
-from otelcar.conventions.langsmith import LangSmithMapper
-from otelcar.conventions.latitude import LatitudeMapper
-from otelcar.conventions.litellm_raw import LiteLLMRawMapper
 from otelcar.conventions.memo import derived_each
-from otelcar.conventions.openinference import OpenInferenceMapper
-from otelcar.conventions.openllmetry import OpenLLMetryMapper
 from otelcar.conventions.tool_payloads import unwrap_arguments, unwrap_result
-from otelcar.conventions.vercel_ai import VercelAIMapper
-from otelcar.conventions.whowhen import WhoWhenMapper
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, normalize_role
+from otelcar.plugins.door import RegistryHook
 
 __all__ = [
     "PARAM_KEYS",
@@ -96,19 +88,35 @@ _MAPPERS: list[DialectMapper] = []
 _FALLBACK = GenericMapper()
 
 
-def register_mapper(mapper: DialectMapper) -> None:
-    """Add a dialect mapper (replacing a registered one of the same name)."""
+def _add(mapper: DialectMapper) -> None:
+    for attribute in ("name", "claim", "map"):
+        if not hasattr(mapper, attribute):
+            raise TypeError(f"a dialect mapper needs {attribute!r} (got {mapper!r})")
     _MAPPERS[:] = [m for m in _MAPPERS if m.name != mapper.name]
     _MAPPERS.append(mapper)
 
 
+_PLUGINS = RegistryHook("register_mappers", _add)
+
+
+def register_mapper(mapper: DialectMapper) -> None:
+    """Add a dialect mapper, replacing a registered one of the same name.
+
+    The plugins' mappers (the built-ins among them) are registered before this one, so it
+    replaces any of the same name; ties of claim priority go to the earlier registration."""
+    _PLUGINS.ensure()
+    _add(mapper)
+
+
 def mapper_names() -> list[str]:
     """Names of the registered mappers, in registration order."""
+    _PLUGINS.ensure()
     return [m.name for m in _MAPPERS]
 
 
 def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
     """Map one span with the mapper that claims it most strongly."""
+    _PLUGINS.ensure()
     best: tuple[int, int, DialectMapper] | None = None
     for order, mapper in enumerate(_MAPPERS):
         try:
@@ -179,16 +187,3 @@ def _normalized(mapped: MappedSpan) -> MappedSpan:
             mapped.tool_result = unwrap_result(mapped.tool_result)
         mapped.tool_args = unwrap_arguments(mapped.tool_args)
     return mapped
-
-
-register_mapper(GenAIMapper())
-register_mapper(WhoWhenMapper())
-register_mapper(LangfuseMapper())
-register_mapper(LangSmithMapper())
-register_mapper(OpenInferenceMapper())
-register_mapper(OpenLLMetryMapper())
-register_mapper(VercelAIMapper())
-register_mapper(GoogleADKMapper())
-register_mapper(BraintrustMapper())
-register_mapper(LiteLLMRawMapper())
-register_mapper(LatitudeMapper())

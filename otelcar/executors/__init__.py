@@ -7,6 +7,11 @@ rollouts through the engine, so none of them knows where the rollouts run. The e
 the one passed to the engine, else the one set for the current context with
 :func:`use_executor` (the CLI does that for ``--executor``), else a :class:`LocalExecutor`.
 
+Executors are a registry by name (:func:`register_executor`), filled through the
+``register_executors`` plugin hook (:mod:`otelcar.plugins`) the first time it is consulted:
+the built-ins ``local`` and ``ray`` come in through it exactly as a third party's do, and
+``--executor`` / ``[replay] executor`` accept every registered name.
+
 Contract of :meth:`Executor.run_rollouts`: one :class:`Judged` per index, in index order —
 the rollout replayed with the seeds derived from (seed, index, decision) and its judged
 outcome, so the same seeds give the same rollouts whatever the executor. A rollout that could
@@ -26,11 +31,13 @@ from typing import Any, NamedTuple, Protocol
 
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
+from otelcar.plugins.door import RegistryHook
 from otelcar.replay.harness import Environment, Rollout, replay
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
 from otelcar.replay.rollout_table import rollout_failed
 
+#: The built-in executors (every registered one: :func:`executor_names`).
 EXECUTORS = ("local", "ray")
 
 
@@ -159,21 +166,68 @@ def use_executor(executor: Executor) -> Iterator[Executor]:
         _CURRENT.reset(token)
 
 
+class ExecutorFactory(Protocol):
+    """Builds an executor: ``address`` is where to run (``--ray-address``; ``None`` unless
+    given), ``concurrency`` the rollouts each worker runs at once. Raises
+    :class:`ExecutorError` when it cannot run."""
+
+    def __call__(self, *, address: str | None, concurrency: int) -> Executor: ...
+
+
+_FACTORIES: dict[str, ExecutorFactory] = {}
+
+
+def _add(name: str, factory: ExecutorFactory) -> None:
+    if not callable(factory):
+        raise ExecutorError(f"executor {name!r}: the factory is not callable")
+    _FACTORIES[name] = factory
+
+
+_PLUGINS = RegistryHook("register_executors", _add)
+
+
+def register_executor(name: str, factory: ExecutorFactory) -> None:
+    """Make ``--executor <name>`` and ``[replay] executor = "<name>"`` usable; replaces an
+    executor of the same name (the plugins' executors are registered first)."""
+    _PLUGINS.ensure()
+    _add(name, factory)
+
+
+def executor_names() -> list[str]:
+    """The registered executors, in registration order."""
+    _PLUGINS.ensure()
+    return list(_FACTORIES)
+
+
 def make_executor(
     name: str = "local", *, address: str | None = None, concurrency: int = 8
 ) -> Executor:
-    """``local``, or ``ray`` connected to ``address`` (``ray://host:port``, ``auto``, or
-    ``None``: a local cluster started here), each worker running ``concurrency`` rollouts at
-    once. Raises :class:`ExecutorError` for an unknown name or a missing ``ray``."""
-    if name == "local":
-        if address:
-            raise ExecutorError("a Ray address was given but the executor is 'local'")
-        return LocalExecutor()
-    if name == "ray":
-        from otelcar.executors.ray_executor import RayExecutor
+    """The registered executor ``name``: ``local``, ``ray`` connected to ``address``
+    (``ray://host:port``, ``auto``, or ``None``: a local cluster started here), or one a
+    plugin registered; each worker runs ``concurrency`` rollouts at once. Raises
+    :class:`ExecutorError` for an unknown name or one that cannot run (``ray`` missing)."""
+    _PLUGINS.ensure()
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise ExecutorError(f"unknown executor {name!r}; known: {', '.join(_FACTORIES)}")
+    return factory(address=address, concurrency=concurrency)
 
-        return RayExecutor(address, concurrency=concurrency)
-    raise ExecutorError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
+
+def _local(*, address: str | None, concurrency: int) -> Executor:
+    del concurrency  # the engine passes the concurrency of each plan
+    if address:
+        raise ExecutorError("a Ray address was given but the executor is 'local'")
+    return LocalExecutor()
+
+
+def _ray(*, address: str | None, concurrency: int) -> Executor:
+    from otelcar.executors.ray_executor import RayExecutor
+
+    return RayExecutor(address, concurrency=concurrency)
+
+
+#: The built-in executors ``(name, factory)``, registered by the built-in plugin.
+BUILTIN_EXECUTORS: tuple[tuple[str, ExecutorFactory], ...] = (("local", _local), ("ray", _ray))
 
 
 @contextmanager
@@ -194,12 +248,15 @@ __all__ = [
     "EXECUTORS",
     "Executor",
     "ExecutorError",
+    "ExecutorFactory",
     "Judged",
     "LocalExecutor",
     "WorkerLost",
     "current_executor",
+    "executor_names",
     "executor_scope",
     "make_executor",
+    "register_executor",
     "replay_and_judge",
     "use_executor",
 ]

@@ -4,7 +4,6 @@ Decoding is pure (:mod:`otlp_json`, :mod:`otlp_proto`); :mod:`files` splits dump
 records; nothing here knows about the store or the network.
 """
 
-from otelcar.ingest import exports  # noqa: F401 - registers the built-in export formats
 from otelcar.ingest.files import FILE_FORMATS, read_records, sniff
 from otelcar.ingest.formats import ExportFormat, derived_id, register_format
 from otelcar.ingest.frames import Decoded, LogFrame, SpanFrame

@@ -10,6 +10,10 @@ File splitting stays in :mod:`otelcar.ingest.files`: a JSON file is either one d
 one JSON value per line; for each, the first value is shown to every registered format's
 ``detect`` (in registration order) and the first that claims it names the record format.
 A binary format claims files by ``magic`` bytes and takes the whole file as one record.
+
+The registry is filled through the ``register_formats`` plugin hook (:mod:`otelcar.plugins`),
+the built-ins (:mod:`otelcar.ingest.exports`) first, the first time it is consulted;
+:func:`register_format` is the door that hook's ``register`` goes through.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from otelcar.errors import FormatError
 from otelcar.ingest.frames import Decoded
+from otelcar.plugins.door import RegistryHook
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,27 +50,43 @@ class ExportFormat:
 _FORMATS: dict[str, ExportFormat] = {}
 
 
-def register_format(fmt: ExportFormat) -> None:
-    """Add (or replace, by name) an export format."""
+def _add(fmt: ExportFormat) -> None:
+    if not isinstance(fmt, ExportFormat):
+        raise TypeError(f"an export format must be an ExportFormat, not {type(fmt).__name__}")
     _FORMATS[fmt.name] = fmt
+
+
+_PLUGINS = RegistryHook("register_formats", _add)
+
+
+def _formats() -> dict[str, ExportFormat]:
+    _PLUGINS.ensure()
+    return _FORMATS
+
+
+def register_format(fmt: ExportFormat) -> None:
+    """Add (or replace, by name) an export format, after the plugins' formats."""
+    _formats()
+    _add(fmt)
 
 
 def export_formats() -> list[ExportFormat]:
     """Registered export formats, in registration order."""
-    return list(_FORMATS.values())
+    return list(_formats().values())
 
 
 def get_format(name: str) -> ExportFormat:
+    formats = _formats()
     try:
-        return _FORMATS[name]
+        return formats[name]
     except KeyError:
-        known = ", ".join(_FORMATS) or "none"
+        known = ", ".join(formats) or "none"
         raise FormatError(f"unknown export format {name!r}; registered: {known}") from None
 
 
 def detect_json(value: Any) -> str | None:
     """The registered export format claiming this JSON value, else ``None``."""
-    for fmt in _FORMATS.values():
+    for fmt in _formats().values():
         if fmt.detect is None:
             continue
         try:
@@ -78,7 +99,7 @@ def detect_json(value: Any) -> str | None:
 
 def detect_magic(head: bytes) -> str | None:
     """The registered non-JSON export format claiming a file by its head, else ``None``."""
-    for fmt in _FORMATS.values():
+    for fmt in _formats().values():
         if fmt.magic and head.startswith(fmt.magic):
             return fmt.name
         try:

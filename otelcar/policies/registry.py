@@ -4,8 +4,10 @@ Keys: ``llm`` (every decision), ``llm:<agent or step name>`` (more specific, win
 ``tool:<name>``, ``tool:*``. Unregistered tools fall back to the recorded-only policy, which
 refuses calls the recording cannot serve (the rollout then fails with that reason).
 
-Policy *types* (for configuration) are a registry too: built-ins register through
-:func:`register_policy_type` exactly as third-party ones do.
+Policy *types* (for configuration) are a registry too, filled through the
+``register_policy_types`` plugin hook (:mod:`otelcar.plugins`) the first time it is consulted:
+the built-ins (:data:`BUILTIN_POLICY_TYPES`) register through :func:`register_policy_type`
+exactly as third-party ones do.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from otelcar.plugins.door import RegistryHook
 from otelcar.policies.base import LLMPolicy, PolicyError, ToolPolicy
 from otelcar.policies.mocks import RecordedOnlyToolPolicy, StaticLLMPolicy, StaticToolPolicy
 from otelcar.policies.openai_compat import OpenAICompatiblePolicy
@@ -25,18 +28,38 @@ from otelcar.policies.python import (
 from otelcar.policies.simulated import SimulatedToolPolicy
 
 Factory = Callable[[dict[str, Any], "PolicyRegistry", str], Any]
+KINDS = ("llm", "tool", "both")
 _TYPES: dict[str, tuple[str, Factory]] = {}
+
+
+def _add(name: str, kind: str, factory: Factory) -> None:
+    if kind not in KINDS:
+        raise PolicyError(f"policy type {name!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    if not callable(factory):
+        raise PolicyError(f"policy type {name!r}: the factory is not callable")
+    _TYPES[name] = (kind, factory)
+
+
+_PLUGINS = RegistryHook("register_policy_types", _add)
+
+
+def _types() -> dict[str, tuple[str, Factory]]:
+    _PLUGINS.ensure()
+    return _TYPES
 
 
 def register_policy_type(name: str, kind: str, factory: Factory) -> None:
     """Make ``type = "<name>"`` usable in configuration; ``kind`` is ``llm``, ``tool`` or
     ``both``; ``factory(options, registry, role)`` builds the policy for ``role`` (``llm`` or
-    ``tool``: the kind of key it is registered under)."""
-    _TYPES[name] = (kind, factory)
+    ``tool``: the kind of key it is registered under). Replaces a type of the same name
+    (the plugins' types are registered first)."""
+    _types()
+    _add(name, kind, factory)
 
 
 def policy_types() -> dict[str, str]:
-    return {name: kind for name, (kind, _) in _TYPES.items()}
+    """Registered policy type → its kind."""
+    return {name: kind for name, (kind, _) in _types().items()}
 
 
 class PolicyRegistry:
@@ -95,10 +118,11 @@ class PolicyRegistry:
         ordered = sorted(config.items(), key=lambda kv: not kv[0].startswith("llm"))
         for key, options in ordered:
             type_name = options.get("type")
-            if type_name not in _TYPES:
-                known = ", ".join(sorted(_TYPES))
+            types = _types()
+            if type_name not in types:
+                known = ", ".join(sorted(types))
                 raise PolicyError(f"policy {key!r}: unknown type {type_name!r}; known: {known}")
-            kind, factory = _TYPES[type_name]
+            kind, factory = types[type_name]
             wanted = key.partition(":")[0]
             if kind not in (wanted, "both"):
                 raise PolicyError(f"policy {key!r}: type {type_name!r} is a {kind} policy")
@@ -208,11 +232,14 @@ def _simulated(options: dict[str, Any], registry: PolicyRegistry, _: str) -> Any
     )
 
 
-register_policy_type("openai", "llm", _openai)
-register_policy_type("llama-cpp", "llm", _llama_cpp)
-register_policy_type("anthropic", "llm", _anthropic)
-register_policy_type("python", "both", _python)
-register_policy_type("static", "llm", _static)
-register_policy_type("mock", "tool", _mock)
-register_policy_type("recorded", "tool", _recorded)
-register_policy_type("simulated", "tool", _simulated)
+#: The built-in policy types ``(name, kind, factory)``, registered by the built-in plugin.
+BUILTIN_POLICY_TYPES: tuple[tuple[str, str, Factory], ...] = (
+    ("openai", "llm", _openai),
+    ("llama-cpp", "llm", _llama_cpp),
+    ("anthropic", "llm", _anthropic),
+    ("python", "both", _python),
+    ("static", "llm", _static),
+    ("mock", "tool", _mock),
+    ("recorded", "tool", _recorded),
+    ("simulated", "tool", _simulated),
+)

@@ -14,17 +14,23 @@ with open_source(SourceSettings("clickhouse://otel:secret@ch.internal:8123/otel"
     trace = source.load(source.resolve("4bf92f"))      # trace.steps: otelcar.STEPS_SCHEMA
 ```
 
-URL forms: ``clickhouse://user:pass@host:port/db``, ``clickhouses://…`` (TLS) and
+Built-in URL forms: ``clickhouse://user:pass@host:port/db``, ``clickhouses://…`` (TLS) and
 ``chdb://PATH`` (in-process ClickHouse over a local database directory); see
-``docs/clickhouse.md``.
+``docs/clickhouse.md``. Sources are a registry of URL schemes (:func:`register_source`),
+filled through the ``register_sources`` plugin hook (:mod:`otelcar.plugins`) the first time
+it is consulted, so a plugin adds a scheme exactly as the built-ins do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import polars as pl
+
+from otelcar.errors import SourceError
+from otelcar.plugins.door import RegistryHook
 
 DEFAULT_TABLE = "otel_traces"
 DEFAULT_LOGS_TABLE = "otel_logs"
@@ -101,12 +107,63 @@ class TraceSource(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+#: ``factory(settings) -> TraceSource``: opens the source ``settings.url`` names.
+SourceFactory = Callable[[SourceSettings], TraceSource]
+_FACTORIES: dict[str, SourceFactory] = {}
+
+
+def _add(scheme: str, factory: SourceFactory) -> None:
+    if not scheme or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        raise SourceError(f"{scheme!r} is not a URL scheme (letters, digits, + - .)")
+    if not callable(factory):
+        raise SourceError(f"source {scheme}://: the factory is not callable")
+    _FACTORIES[scheme.lower()] = factory
+
+
+_PLUGINS = RegistryHook("register_sources", _add)
+
+
+def register_source(scheme: str, factory: SourceFactory) -> None:
+    """Make ``--source SCHEME://…`` and ``[source] url = "SCHEME://…"`` usable: ``factory``
+    gets the :class:`SourceSettings` and returns an open :class:`TraceSource`. Replaces the
+    factory of the same scheme (the plugins' are registered first)."""
+    _PLUGINS.ensure()
+    _add(scheme, factory)
+
+
+def source_schemes() -> list[str]:
+    """The registered URL schemes, in registration order."""
+    _PLUGINS.ensure()
+    return list(_FACTORIES)
+
+
 def open_source(settings: SourceSettings) -> TraceSource:
-    """Open the source ``settings.url`` names; raises :class:`~otelcar.errors.SourceError`
-    when it cannot be reached or is not shaped as the Collector's exporter makes it."""
+    """Open the source ``settings.url`` names, by its scheme; raises
+    :class:`~otelcar.errors.SourceError` for a scheme no source is registered for, and when
+    the source cannot be reached or is not shaped as expected (for ClickHouse: as the
+    Collector's exporter makes it)."""
+    _PLUGINS.ensure()
+    scheme, sep, _ = settings.url.partition("://")
+    factory = _FACTORIES.get(scheme.lower()) if sep else None
+    if factory is None:  # the URL itself is not shown: it may hold a password
+        why = f"no source is registered for {scheme}://" if sep else "no SCHEME:// in it"
+        known = ", ".join(f"{s}://" for s in _FACTORIES)
+        raise SourceError(
+            f"the --source/[source] url is not a trace source URL ({why}); known: {known}"
+        )
+    return factory(settings)
+
+
+def _clickhouse(settings: SourceSettings) -> TraceSource:
     from otelcar.sources.clickhouse import ClickHouseSource
 
     return ClickHouseSource(settings)
+
+
+#: The built-in sources ``(scheme, factory)``, registered by the built-in plugin.
+BUILTIN_SOURCES: tuple[tuple[str, SourceFactory], ...] = tuple(
+    (scheme, _clickhouse) for scheme in ("clickhouse", "clickhouses", "chdb")
+)
 
 
 __all__ = [
@@ -114,8 +171,11 @@ __all__ = [
     "DEFAULT_LOGS_TABLE",
     "DEFAULT_TABLE",
     "LoadedTrace",
+    "SourceFactory",
     "SourceSettings",
     "TraceFilter",
     "TraceSource",
     "open_source",
+    "register_source",
+    "source_schemes",
 ]

@@ -1,9 +1,10 @@
-"""Built-in export formats (non-OTLP dumps). Each module registers one
-:class:`~otelcar.ingest.formats.ExportFormat` when imported; import it here."""
+"""Built-in export formats (non-OTLP dumps): each module's ``FORMATS``, registered in the
+order of :data:`BUILTIN_FORMAT_MODULES` by the built-in plugin (:mod:`otelcar.plugins`)."""
 
-from otelcar.ingest.exports import (
-    langfuse,  # noqa: F401 - Langfuse exports
-    langsmith,  # noqa: F401 - LangSmith runs
-    phoenix,  # noqa: F401 - Phoenix span exports
-    whowhen,  # noqa: F401 - Who&When logs
+#: The modules whose ``FORMATS`` are the built-in export formats, in detection order.
+BUILTIN_FORMAT_MODULES = (
+    "otelcar.ingest.exports.langfuse",  # Langfuse exports
+    "otelcar.ingest.exports.langsmith",  # LangSmith runs
+    "otelcar.ingest.exports.phoenix",  # Phoenix span exports
+    "otelcar.ingest.exports.whowhen",  # Who&When logs
 )

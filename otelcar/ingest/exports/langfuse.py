@@ -56,7 +56,7 @@ import polars as pl
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext
 from otelcar.ingest.exports.timestamps import time_ns
-from otelcar.ingest.formats import ExportFormat, derived_id, register_format
+from otelcar.ingest.formats import ExportFormat, derived_id
 from otelcar.ingest.frames import Decoded, SpanFrame, check_time
 
 FORMAT_JSON = "langfuse"
@@ -407,20 +407,19 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-register_format(
+#: The formats of this module, registered by the built-in plugin (:mod:`otelcar.plugins`).
+FORMATS = (
     ExportFormat(
         FORMAT_JSON,
         "Langfuse exports: UI observation/trace exports (JSON, JSONL), trace downloads, "
         "public API answers, blob-storage JSON/JSONL",
         decode_json,
         detect=detect,
-    )
-)
-register_format(
+    ),
     ExportFormat(
         FORMAT_CSV,
         "Langfuse CSV exports (UI Observations/Traces tables, blob storage)",
         decode_csv,
         claims_head=claims_head,
-    )
+    ),
 )

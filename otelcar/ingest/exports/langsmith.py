@@ -47,7 +47,7 @@ from typing import Any
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext
 from otelcar.ingest.exports.timestamps import time_ns
-from otelcar.ingest.formats import ExportFormat, derived_id, register_format
+from otelcar.ingest.formats import ExportFormat, derived_id
 from otelcar.ingest.frames import MAX_TIME_NS, Decoded, SpanFrame, check_time
 
 FORMAT_RUNS = "langsmith-runs"
@@ -426,27 +426,24 @@ def _number(value: Any) -> float | None:
         return None
 
 
-register_format(
+#: The formats of this module, registered by the built-in plugin (:mod:`otelcar.plugins`).
+FORMATS = (
     ExportFormat(
         FORMAT_RUNS,
         "LangSmith runs: list_runs dumps (JSONL/JSON), read_run trees, REST v1/v2 pages",
         decode_json,
         detect=detect_runs,
-    )
-)
-register_format(
+    ),
     ExportFormat(
         FORMAT_CLI,
         "LangSmith CLI: `langsmith trace export` / `run export` JSONL, `trace get` JSON",
         decode_json,
         detect=detect_cli,
-    )
-)
-register_format(
+    ),
     ExportFormat(
         FORMAT_PARQUET,
         "LangSmith bulk data export (Parquet)",
         decode_parquet,
         magic=b"PAR1",
-    )
+    ),
 )

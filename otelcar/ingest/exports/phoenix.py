@@ -24,7 +24,7 @@ from typing import Any
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext
 from otelcar.ingest.exports.timestamps import time_ns
-from otelcar.ingest.formats import ExportFormat, derived_id, register_format
+from otelcar.ingest.formats import ExportFormat, derived_id
 from otelcar.ingest.frames import Decoded, SpanFrame, check_time
 
 FORMAT = "phoenix-spans"
@@ -145,12 +145,13 @@ def _event(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-register_format(
+#: The formats of this module, registered by the built-in plugin (:mod:`otelcar.plugins`).
+FORMATS = (
     ExportFormat(
         FORMAT,
         "Arize Phoenix span exports: REST /v1/projects/{id}/spans, phoenix.client span "
         "lists (JSON, JSONL)",
         decode,
         detect=detect,
-    )
+    ),
 )

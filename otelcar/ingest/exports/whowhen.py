@@ -35,7 +35,7 @@ from typing import Any
 
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext
-from otelcar.ingest.formats import ExportFormat, derived_id, register_format
+from otelcar.ingest.formats import ExportFormat, derived_id
 from otelcar.ingest.frames import Decoded, SpanFrame
 
 FORMAT = "whowhen"
@@ -173,11 +173,12 @@ def _label_attributes(doc: dict[str, Any], subset: str | None) -> dict[str, Any]
     return attributes
 
 
-register_format(
+#: The formats of this module, registered by the built-in plugin (:mod:`otelcar.plugins`).
+FORMATS = (
     ExportFormat(
         FORMAT,
         "Who&When failure-attribution logs (one JSON document per multi-agent run)",
         decode,
         detect=detect,
-    )
+    ),
 )
