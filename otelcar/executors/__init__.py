@@ -12,30 +12,27 @@ Executors are a registry by name (:func:`register_executor`), filled through the
 the built-ins ``local`` and ``ray`` come in through it exactly as a third party's do, and
 ``--executor`` / ``[replay] executor`` accept every registered name.
 
-Contract of :meth:`Executor.run_rollouts`: one :class:`Judged` per index, in index order —
-the rollout replayed with the seeds derived from (seed, index, decision) and its judged
-outcome, so the same seeds give the same rollouts whatever the executor. A rollout that could
-not run (a failing policy, a worker lost for good) comes back with status ``failed`` and the
-reason, never dropped. ``on_rollout`` is called once per rollout, in this process, as each
-finishes. The environment's accounting and budget end up charged with exactly what the
-rollouts spent, and never more policy calls than the budget allows are made.
+The interface (:class:`Executor`, its contract), :class:`LocalExecutor` and the executor of
+the current context live in :mod:`otelcar.replay.execution`, re-exported here: the replay
+layer never imports this package.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, NamedTuple, Protocol
+from typing import Protocol
 
 from otelcar.errors import OtelcarError
-from otelcar.outcome import Outcome
 from otelcar.plugins.door import RegistryHook
-from otelcar.replay.harness import Environment, Rollout, replay
-from otelcar.replay.plan import Plan
-from otelcar.replay.recorded import RecordedRun
-from otelcar.replay.rollout_table import rollout_failed
+from otelcar.replay.execution import (
+    Executor,
+    Judged,
+    LocalExecutor,
+    current_executor,
+    replay_and_judge,
+    use_executor,
+)
 
 #: The built-in executors (every registered one: :func:`executor_names`).
 EXECUTORS = ("local", "ray")
@@ -48,122 +45,6 @@ class ExecutorError(OtelcarError):
 
 class WorkerLost(ExecutorError):
     """A worker died running a task and the retries were used up."""
-
-
-class Judged(NamedTuple):
-    """One rollout and its outcome (``True``: failed; ``None``: not judged)."""
-
-    rollout: Rollout
-    failed: bool | None
-
-
-async def replay_and_judge(
-    run: RecordedRun,
-    plan: Plan,
-    env: Environment,
-    *,
-    index: int,
-    seed: int,
-    outcome: Outcome | None,
-) -> Judged:
-    """Rollout ``index`` of ``plan`` and its outcome; never raises for a failing policy or
-    outcome (the rollout then has status ``failed`` and the reason). Every executor runs
-    rollouts through this function, in whichever process."""
-    result = await replay(run, plan, env, rollout=index, base_seed=seed)
-    failed = None
-    if outcome is not None and result.ok:
-        try:
-            failed = await rollout_failed(env.bind(outcome), result)
-        except Exception as exc:
-            result.status, result.error = "failed", f"outcome: {exc}"
-    return Judged(result, failed)
-
-
-class Executor(Protocol):
-    """Runs the rollouts of a plan (see the module docstring for the contract)."""
-
-    name: str
-    trace_concurrency: int  # how many traces of an ``aggregate`` to attribute at once
-    trace_tasks: bool  # whether ``aggregate`` sends each trace's attribution as one task
-
-    async def run_rollouts(
-        self,
-        run: RecordedRun,
-        plan: Plan,
-        env: Environment,
-        *,
-        indexes: Sequence[int],
-        seed: int,
-        outcome: Outcome | None,
-        concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None,
-    ) -> list[Judged]: ...
-
-    async def call(self, function: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:
-        """``await function(*args)`` wherever this executor runs work (a worker of the
-        cluster for Ray): the result, or the exception ``function`` raised."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class LocalExecutor:
-    """Today's behaviour: rollouts as asyncio tasks in this process, at most ``concurrency``
-    of one plan at once, sharing the environment's request cache, budget and accounting."""
-
-    name = "local"
-    trace_concurrency = 1
-    trace_tasks = False
-
-    async def run_rollouts(
-        self,
-        run: RecordedRun,
-        plan: Plan,
-        env: Environment,
-        *,
-        indexes: Sequence[int],
-        seed: int,
-        outcome: Outcome | None,
-        concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None,
-    ) -> list[Judged]:
-        gate = asyncio.Semaphore(max(1, concurrency))
-
-        async def one(index: int) -> Judged:
-            async with gate:
-                judged = await replay_and_judge(
-                    run, plan, env, index=index, seed=seed, outcome=outcome
-                )
-            if on_rollout is not None:
-                on_rollout(judged.rollout)
-            return judged
-
-        return list(await asyncio.gather(*(one(i) for i in indexes)))
-
-    async def call(self, function: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:
-        return await function(*args)
-
-    def close(self) -> None:
-        pass
-
-
-_CURRENT: ContextVar[Executor | None] = ContextVar("otelcar_executor", default=None)
-
-
-def current_executor() -> Executor:
-    """The executor set with :func:`use_executor` for this context, else a local one."""
-    return _CURRENT.get() or LocalExecutor()
-
-
-@contextmanager
-def use_executor(executor: Executor) -> Iterator[Executor]:
-    """Run the rollouts started in this context (and the asyncio tasks it creates) on
-    ``executor``."""
-    token = _CURRENT.set(executor)
-    try:
-        yield executor
-    finally:
-        _CURRENT.reset(token)
 
 
 class ExecutorFactory(Protocol):

@@ -27,6 +27,7 @@ import polars as pl
 
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
+from otelcar.replay.execution import current_executor
 from otelcar.replay.harness import Environment, Rollout
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
@@ -34,7 +35,7 @@ from otelcar.replay.rollout_table import ROLLOUT_SCHEMA, rollout_steps
 from otelcar.sync import run_sync
 
 if TYPE_CHECKING:
-    from otelcar.executors import Executor
+    from otelcar.replay.execution import Executor
 
 #: Rollouts a command runs before the share of failed ones is checked.
 MIN_ROLLOUTS_FOR_FAILURE_CHECK = 8
@@ -106,12 +107,11 @@ async def run_plan_async(
     stop_when_most_fail: bool = True,
 ) -> RolloutSet:
     """Run ``rollouts`` rollouts of ``plan`` (indexes ``first_rollout``…) and judge them, on
-    ``executor`` (default: :func:`otelcar.executors.current_executor`).
+    ``executor`` (default: :func:`otelcar.replay.execution.current_executor`).
 
     Raises :class:`RolloutsFailed` when most of the rollouts run in ``env`` so far failed
     (:func:`check_failed_share`), unless ``stop_when_most_fail`` is false: then the failed
     rollouts come back with their reasons, as every other failed rollout does."""
-    from otelcar.executors import current_executor  # the executors import the replay package
 
     start = time.perf_counter()
     before = env.accounting.to_dict()
