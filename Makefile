@@ -41,7 +41,7 @@ test: $(STAMP)
 ## schemas: regenerate the generated contracts and the CLI reference (tests check both)
 schemas: $(STAMP)
 	$(VENV)/bin/otelcar schema --write schemas
-	$(VENV)/bin/python -m otelcar.cli_reference > docs/cli.md
+	$(VENV)/bin/python -m otelcar.cli.reference > docs/cli.md
 
 clean:
 	rm -rf $(VENV) .otelcar .otelcar-demo .pytest_cache

@@ -469,7 +469,7 @@ def test_cli_traces_show_and_attribute_from_clickhouse(engine: Engine, tmp_path:
 def test_time_filters_parse_instants_and_ages():
     import time
 
-    from otelcar.cli_options import TimeParam
+    from otelcar.cli.options import TimeParam
 
     param = TimeParam()
     assert param.convert("2026-11-29T10:00:00Z", None, None) == 1795946400 * 10**9

@@ -45,7 +45,7 @@ NAMES |= {5: "replay", 6: "attribution", 7: "report", 8: "cli"}
 
 
 def _unit(module: str) -> str:
-    """``otelcar.replay.harness`` → ``replay``; ``otelcar.cli_repair`` → ``cli_repair``; a
+    """``otelcar.replay.harness`` → ``replay``; ``otelcar.cli.repair`` → ``cli``; a
     module named in :data:`LAYERS` (``plugins.builtins``) is its own unit."""
     parts = module.split(".")
     for end in range(len(parts), 2, -1):

@@ -35,7 +35,7 @@ def test_message_dtype_and_json_schema_agree():
 
 
 def test_cli_reference_is_current():
-    from otelcar.cli_reference import render
+    from otelcar.cli.reference import render
 
     committed = (SCHEMAS.parent / "docs" / "cli.md").read_text(encoding="utf-8")
-    assert committed == render(), "docs/cli.md is stale: python -m otelcar.cli_reference"
+    assert committed == render(), "docs/cli.md is stale: python -m otelcar.cli.reference"

@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from otelcar.cli_options import (
+from otelcar.cli.options import (
     apply_fail_if,
     config_option,
     executor_for,
@@ -73,7 +73,7 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
 def _setup(
     ctx: click.Context, trace_id: str, config_path: Path | None, fail_if: tuple[str, ...]
 ) -> tuple[Any, Any]:
-    from otelcar.cli_common import run_and_config as _run_and_config
+    from otelcar.cli.common import run_and_config as _run_and_config
 
     run, config, _ = _run_and_config(ctx, trace_id, config_path)
     apply_fail_if(config, fail_if, required=False)
@@ -85,7 +85,7 @@ def _step(value: str) -> int | str:
 
 
 def _progress(what: str) -> Progress:
-    from otelcar.cli_common import stderr_progress
+    from otelcar.cli.common import stderr_progress
 
     return stderr_progress(
         SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} re-decisions")
@@ -245,7 +245,7 @@ def why_command(
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
     from otelcar.attribution.context.why import why
-    from otelcar.cli_common import console as _console
+    from otelcar.cli.common import console as _console
     from otelcar.replay import Budget
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
@@ -345,7 +345,7 @@ def fix_command(
     """
     from otelcar.attribution.fixes.fix import FixError, fix
     from otelcar.attribution.fixes.regression import write_regression_test
-    from otelcar.cli_common import console as _console
+    from otelcar.cli.common import console as _console
     from otelcar.replay import Budget
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
@@ -457,7 +457,7 @@ def test_command(
     from otelcar.attribution.context.decisions import same_decision
     from otelcar.attribution.context.why import resolve_step
     from otelcar.attribution.fixes.regression import write_regression_test
-    from otelcar.cli_common import console as _console
+    from otelcar.cli.common import console as _console
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     base_seed = seed if seed is not None else config.replay.seed

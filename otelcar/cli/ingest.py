@@ -12,14 +12,14 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
 
-from otelcar.cli_common import (
+from otelcar.cli.common import (
     console,
     emit_json,
     load_trace,
     open_store,
     stderr_progress,
 )
-from otelcar.cli_options import (
+from otelcar.cli.options import (
     RegistryChoice,
     TimeParam,
     chosen_source,

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from otelcar.cli_common import console, emit_json
+from otelcar.cli.common import console, emit_json
 
 
 def load_every_hook(ctx: click.Context) -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, TextColumn
 
-from otelcar.cli_common import (
+from otelcar.cli.common import (
     console,
     emit_json,
     run_and_config,
     stderr_progress,
 )
-from otelcar.cli_options import (
+from otelcar.cli.options import (
     apply_fail_if,
     config_option,
     executor_for,

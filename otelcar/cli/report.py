@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
-from otelcar.cli_options import (
+from otelcar.cli.options import (
     apply_fail_if,
     config_option,
     executor_for,
@@ -83,8 +83,8 @@ def report_command(
     results of the same trace, or an aggregate (`aggregate --json`). A result written without
     its timeline gets it from the store when the trace is there.
     """
-    from otelcar.cli_common import console as _console
-    from otelcar.cli_common import open_store as _store
+    from otelcar.cli.common import console as _console
+    from otelcar.cli.common import open_store as _store
     from otelcar.errors import OtelcarError
     from otelcar.report import read_result, write_aggregate_html, write_html
     from otelcar.report.terminal import result_report
@@ -176,9 +176,9 @@ def aggregate_command(
     import polars as pl
 
     from otelcar.attribution.aggregate import aggregate, attribute_traces
-    from otelcar.cli_common import console as _console
-    from otelcar.cli_common import open_store as _store
-    from otelcar.cli_common import stderr_progress
+    from otelcar.cli.common import console as _console
+    from otelcar.cli.common import open_store as _store
+    from otelcar.cli.common import stderr_progress
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
     from otelcar.report.terminal import aggregate_report

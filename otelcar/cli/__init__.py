@@ -1,12 +1,12 @@
 """The ``otelcar`` command line: parses arguments, calls the library, prints.
 
-The root group only: every command lives in a module of its own kind (:mod:`otelcar.cli_ingest`,
-:mod:`otelcar.cli_replay`, :mod:`otelcar.cli_repair`, :mod:`otelcar.cli_report`,
-:mod:`otelcar.cli_plugins`, :mod:`otelcar.model.cli`) imported when it runs, so ``otelcar
+The root group only: every command lives in a module of its own kind (:mod:`otelcar.cli.ingest`,
+:mod:`otelcar.cli.replay`, :mod:`otelcar.cli.repair`, :mod:`otelcar.cli.report`,
+:mod:`otelcar.cli.plugins`, :mod:`otelcar.model.cli`) imported when it runs, so ``otelcar
 --version`` loads neither polars, scipy, grpc nor the reports. Plugins add commands through the
 ``register_commands`` hook, loaded only for a name that is not built in, or by ``--help``.
 Errors become one ``error:`` line and exit status 2, in one place
-(:class:`otelcar.cli_common.OtelcarGroup`); ``--debug`` or ``OTELCAR_DEBUG=1`` shows the
+(:class:`otelcar.cli.common.OtelcarGroup`); ``--debug`` or ``OTELCAR_DEBUG=1`` shows the
 traceback instead.
 """
 
@@ -17,28 +17,28 @@ from pathlib import Path
 import click
 
 from otelcar import __version__
-from otelcar.cli_common import LazyGroup
+from otelcar.cli.common import LazyGroup
 from otelcar.config import ENV_HOME
 
 #: Command name → where it is defined (imported on first use).
 COMMANDS = {
-    "import": "otelcar.cli_ingest:import_command",
-    "traces": "otelcar.cli_ingest:traces_command",
-    "show": "otelcar.cli_ingest:show_command",
-    "records": "otelcar.cli_ingest:records_command",
-    "reindex": "otelcar.cli_ingest:reindex_command",
-    "collect": "otelcar.cli_ingest:collect_command",
-    "schema": "otelcar.cli_ingest:schema_command",
-    "replay": "otelcar.cli_replay:replay_command",
-    "rollout": "otelcar.cli_replay:rollout_command",
-    "attribute": "otelcar.cli_replay:attribute_command",
-    "why": "otelcar.cli_repair:why_command",
-    "fix": "otelcar.cli_repair:fix_command",
-    "test": "otelcar.cli_repair:test_command",
-    "report": "otelcar.cli_report:report_command",
-    "aggregate": "otelcar.cli_report:aggregate_command",
+    "import": "otelcar.cli.ingest:import_command",
+    "traces": "otelcar.cli.ingest:traces_command",
+    "show": "otelcar.cli.ingest:show_command",
+    "records": "otelcar.cli.ingest:records_command",
+    "reindex": "otelcar.cli.ingest:reindex_command",
+    "collect": "otelcar.cli.ingest:collect_command",
+    "schema": "otelcar.cli.ingest:schema_command",
+    "replay": "otelcar.cli.replay:replay_command",
+    "rollout": "otelcar.cli.replay:rollout_command",
+    "attribute": "otelcar.cli.replay:attribute_command",
+    "why": "otelcar.cli.repair:why_command",
+    "fix": "otelcar.cli.repair:fix_command",
+    "test": "otelcar.cli.repair:test_command",
+    "report": "otelcar.cli.report:report_command",
+    "aggregate": "otelcar.cli.report:aggregate_command",
     "model": "otelcar.model.cli:model_group",
-    "plugins": "otelcar.cli_plugins:plugins_command",
+    "plugins": "otelcar.cli.plugins:plugins_command",
 }
 
 
@@ -74,7 +74,3 @@ def cli(ctx: click.Context, store_path: Path, debug: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``otelcar`` script."""
     cli.main(args=argv, prog_name="otelcar")
-
-
-if __name__ == "__main__":
-    main()

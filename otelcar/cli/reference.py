@@ -1,6 +1,6 @@
 """Render the CLI reference (``docs/cli.md``) from the click commands themselves.
 
-``python -m otelcar.cli_reference > docs/cli.md`` regenerates it (with no third-party plugin
+``python -m otelcar.cli.reference > docs/cli.md`` regenerates it (with no third-party plugin
 loaded, whatever is installed: ``OTELCAR_PLUGINS=""``); a test checks it is current.
 """
 
@@ -18,7 +18,7 @@ def render() -> str:
     lines = [
         "# otelcar command reference",
         "",
-        "Generated from the code by `python -m otelcar.cli_reference`; do not edit.",
+        "Generated from the code by `python -m otelcar.cli.reference`; do not edit.",
         "",
     ]
     root = click.Context(

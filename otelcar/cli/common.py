@@ -61,7 +61,7 @@ def load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str,
     """``(full id, steps, trace summary row)`` of one trace, from ``--source`` or the
     ``configured`` :class:`~otelcar.sources.SourceSettings` when either is set, else from the
     local store."""
-    from otelcar.cli_options import chosen_source
+    from otelcar.cli.options import chosen_source
 
     settings = chosen_source(ctx, configured)
     if settings is not None:

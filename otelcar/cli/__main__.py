@@ -1,0 +1,5 @@
+"""``python -m otelcar.cli``: the ``otelcar`` command."""
+
+from otelcar.cli import main
+
+main()
