@@ -57,24 +57,25 @@ def open_store(ctx: click.Context, *, create: bool = False) -> Store:
     return Store(ctx.obj["store"], create=create)
 
 
-def load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str, Any, dict]:
-    """``(full id, steps, trace summary row)`` of one trace, from ``--source`` or the
-    ``configured`` :class:`~otelcar.sources.SourceSettings` when either is set, else from the
-    local store."""
+def open_traces(ctx: click.Context, configured: Any) -> Any:
+    """Where the command reads traces: the source of ``--source`` or of the ``configured``
+    :class:`~otelcar.sources.SourceSettings` when either is set, else the local store; both
+    are :class:`~otelcar.sources.TraceSource` (use as a context manager)."""
     from otelcar.cli.options import chosen_source
 
     settings = chosen_source(ctx, configured)
-    if settings is not None:
-        from otelcar.sources import open_source
+    if settings is None:
+        return open_store(ctx)
+    from otelcar.sources import open_source
 
-        with open_source(settings) as source:
-            loaded = source.load(trace_id)
-        return loaded.trace_id, loaded.steps, loaded.summary
-    store = open_store(ctx)
-    full_id = store.resolve(trace_id)
-    traces = store.traces()
-    summary = traces.filter(traces["trace_id"] == full_id).row(0, named=True)
-    return full_id, store.steps(full_id), summary
+    return open_source(settings)
+
+
+def load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str, Any, dict]:
+    """``(full id, steps, trace summary row)`` of one trace, from :func:`open_traces`."""
+    with open_traces(ctx, configured) as source:
+        loaded = source.load(trace_id)
+    return loaded.trace_id, loaded.steps, loaded.summary
 
 
 def run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None) -> tuple:

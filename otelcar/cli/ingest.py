@@ -17,12 +17,12 @@ from otelcar.cli.common import (
     emit_json,
     load_trace,
     open_store,
+    open_traces,
     stderr_progress,
 )
 from otelcar.cli.options import (
     RegistryChoice,
     TimeParam,
-    chosen_source,
     config_option,
     source_option,
 )
@@ -106,27 +106,12 @@ def traces_command(
     counts, errors, dialect, whether content was captured. When received batches are not
     derived yet (a receiver's backlog), says how many MB on stderr."""
     from otelcar.project_config import load_source
+    from otelcar.sources import TraceFilter
 
-    settings = chosen_source(ctx, load_source(config_path))
-    pending = 0
-    if settings is not None:
-        from otelcar.sources import TraceFilter, open_source
-
-        wanted = TraceFilter(service=service, since_ns=since, until_ns=until, limit=limit)
-        with open_source(settings) as source:
-            traces = source.traces(wanted)
-    else:
-        store = open_store(ctx)
-        traces = store.traces()
-        pending = store.pending_bytes()
-        if service:
-            traces = traces.filter(traces["service"] == service)
-        if since is not None:
-            traces = traces.filter(traces["start_ns"] >= since)
-        if until is not None:
-            traces = traces.filter(traces["start_ns"] < until)
-    if limit is not None:
-        traces = traces.tail(limit)
+    wanted = TraceFilter(service=service, since_ns=since, until_ns=until, limit=limit)
+    with open_traces(ctx, load_source(config_path)) as source:
+        traces = source.traces(wanted)
+        pending = source.pending_bytes() if hasattr(source, "pending_bytes") else 0
     if as_json:
         emit_json(traces_view(traces))
     else:

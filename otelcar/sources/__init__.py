@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -57,8 +57,9 @@ class TraceFilter:
 
     ``service``: traces with a span of this service; ``since_ns``/``until_ns``: traces with a
     span starting in ``[since, until)`` (Unix nanoseconds); ``trace_ids``: only these;
-    ``prefix``: ids starting with it; ``limit``: the newest N (default
-    :data:`DEFAULT_LIST_LIMIT`).
+    ``prefix``: ids starting with it; ``limit``: the newest N (``None``: the source's
+    default, :data:`DEFAULT_LIST_LIMIT` for a remote source, every match for the local
+    store).
     """
 
     service: str | None = None
@@ -80,8 +81,10 @@ class LoadedTrace:
     rows_read: int
 
 
+@runtime_checkable
 class TraceSource(Protocol):
-    """A place traces are read from. Use as a context manager (``close`` on exit)."""
+    """A place traces are read from (ClickHouse, a plugin's source, and the local
+    :class:`~otelcar.store.Store`). Use as a context manager (``close`` on exit)."""
 
     where: str
 
