@@ -148,3 +148,13 @@ def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{module} has '>>>' but no example ran"
     assert result.failed == 0, module
+
+
+def test_the_api_page_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    marker = "<!-- runs as a test: tests/test_public_api.py::test_the_api_page_example_runs -->"
+    assert marker in page
+    block = page.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/api.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "caused the failure" in out and "rollouts still fail" in out
