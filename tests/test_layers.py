@@ -36,7 +36,13 @@ LAYERS: dict[str, int] = {
     # and the built-in plugin, which registers every layer's built-ins (the plugin manager
     # loads it by name, as it loads a third party's)
     **dict.fromkeys(
-        ["project_config", "contracts", "regression_check", "safe_console", "plugins.builtins"],
+        [
+            "project_config",
+            "contracts",
+            "pytest_plugin",
+            "safe_console",
+            "plugins.builtins",
+        ],
         8,
     ),
 }

@@ -4,10 +4,10 @@
 table as Parquet in ``traces/`` beside it) that re-decides the failed step's exact context
 against the **live** policy of ``otelcar.toml`` — no cache kept between runs, so a model or
 prompt change that brings the bug back fails it — with the chosen fix applied (or none), and
-asserts that the bad decision's rate stays at or below a bound. The file calls
-:func:`otelcar.regression_check.check_decision` (which reads the ``otelcar.toml``: project
-configuration lives above this layer); :func:`check_decision_async` is the same check on a
-run, a registry and an outcome.
+asserts that the bad decision's rate stays at or below a bound. The file uses the
+``otelcar_agent`` fixture of otelcar's pytest plugin (:mod:`otelcar.pytest_plugin`, which
+reads the ``otelcar.toml``: project configuration lives above this layer);
+:func:`check_decision_async` is the check itself, on a run, a registry and an outcome.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class RegressionCheck:
     n: int
     examples: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    calls: int = 0  # policy calls the check made
 
     @property
     def rate(self) -> float:
@@ -85,7 +86,8 @@ async def check_decision_async(
     if decision.action is None:
         raise RegressionError(f"step {step}: no recorded action")
     rule = same_decision(same, decision.action, registry, outcome=outcome)
-    sampler = decision_sampler(run, decision, Environment(registry), rule, seed=seed)
+    env = Environment(registry)
+    sampler = decision_sampler(run, decision, env, rule, seed=seed)
     edits = []
     if fix is not None:
         plan = Plan.from_dict(fix)
@@ -102,6 +104,7 @@ async def check_decision_async(
         n=arm.n,
         examples=[describe_action(s.action) for s in arm.valid()][:5],
         errors=arm.errors,
+        calls=env.accounting.llm_calls,
     )
 
 
@@ -179,8 +182,6 @@ def write_regression_test(
 
 from pathlib import Path
 
-from otelcar.regression_check import check_decision
-
 HERE = Path(__file__).resolve().parent
 TRACE = HERE / "traces" / {json.dumps(trace_file.name)}
 CONFIG = {config_ref}
@@ -193,19 +194,17 @@ FIX_NAME = {json.dumps(fix.name) if fix else None}
 FIX = {fix_text}
 
 
-def {name}():
-    check = check_decision(
-        TRACE,
+def {name}(otelcar_agent):
+    agent = otelcar_agent(TRACE, config=CONFIG)
+    agent.assert_decision(
         STEP,
-        config=CONFIG,
+        max_rate=MAX_RATE,
         same=SAME,
         fix=FIX,
         fix_name=FIX_NAME,
         samples=SAMPLES,
         seed=SEED,
     )
-    assert check.n > 0, check.message(MAX_RATE)
-    assert check.rate <= MAX_RATE, check.message(MAX_RATE)
 '''
     target.write_text(body, encoding="utf-8")
     return target
