@@ -148,4 +148,6 @@ def test_no_outcome(otelcar_agent):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*a failure rate needs an outcome: add ?outcome? to the otelcar.toml*"])
+    result.stdout.fnmatch_lines(
+        ["*a failure rate needs an outcome: add ?outcome? to the otelcar.toml*"]
+    )
