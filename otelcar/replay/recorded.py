@@ -246,6 +246,8 @@ class _MessageReader:
 def same_message(a: Message, b: Message) -> bool:
     """Equality of messages as decisions: role, text (empty and missing are the same) and
     tool calls by name and arguments. Call ids are ignored: providers mint new ones."""
+    if a is b:  # a held or cached decision: the recorded object itself
+        return True
     if a.role != b.role or (a.content or "") != (b.content or ""):
         return False
     if len(a.tool_calls) != len(b.tool_calls):
