@@ -39,13 +39,16 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otelcar.errors import OtelcarError
 from otelcar.executors import EXECUTORS, executor_names
 from otelcar.outcome import BUILTIN_OUTCOMES, Outcome, outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.sources import DEFAULT_LOGS_TABLE, DEFAULT_TABLE, SourceSettings
+
+if TYPE_CHECKING:
+    from otelcar.replay import Budget
 
 DEFAULT_CONFIG = "otelcar.toml"
 TOP_LEVEL = {"policies", "outcome", "replay", "source"}
@@ -76,6 +79,18 @@ class ReplaySettings:
     max_tokens: int | None = None
     executor: str = "local"  # where rollouts run: local | ray | a plugin's (otelcar.executors)
     ray_address: str | None = None  # ray://host:port | auto | None: a local cluster
+
+    def budget(self, max_calls: int | None = None) -> Budget:
+        """The policy-call budget of a run: ``max_calls`` when given (a command's
+        ``--budget``), else ``[replay] max_calls``; ``max_tokens`` and ``slack`` from here."""
+        from otelcar.replay import Budget
+
+        calls = max_calls if max_calls is not None else self.max_calls
+        return Budget(calls, self.max_tokens, slack=self.slack)
+
+    def seed_or(self, seed: int | None) -> int:
+        """``seed`` when given (a command's ``--seed``), else ``[replay] seed``."""
+        return seed if seed is not None else self.seed
 
 
 @dataclass

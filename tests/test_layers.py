@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
             "pytest_plugin",
             "safe_console",
             "plugins.builtins",
+            "mcp",
         ],
         8,
     ),

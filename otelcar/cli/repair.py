@@ -246,7 +246,6 @@ def why_command(
     """
     from otelcar.attribution.context.why import why
     from otelcar.cli.common import console as _console
-    from otelcar.replay import Budget
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
@@ -259,16 +258,12 @@ def why_command(
             same=same,
             outcome=config.outcome,
             samples=samples,
-            seed=seed if seed is not None else settings.seed,
+            seed=settings.seed_or(seed),
             alpha=alpha,
             fill=fill,
             max_tests=max_tests,
             full=full,
-            budget=Budget(
-                budget if budget is not None else settings.max_calls,
-                settings.max_tokens,
-                slack=settings.slack,
-            ),
+            budget=settings.budget(budget),
             on_sample=lambda _: progress.advance(task),
         )
     if _write_json(result.to_dict(), json_path):
@@ -346,11 +341,10 @@ def fix_command(
     from otelcar.attribution.fixes.fix import FixError, fix
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
-    from otelcar.replay import Budget
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
-    base_seed = seed if seed is not None else settings.seed
+    base_seed = settings.seed_or(seed)
     with executor_for(settings, executor, ray_address), _progress("why + fix") as progress:
         task = progress.add_task("fix", total=None)
         result = fix(
@@ -366,11 +360,7 @@ def fix_command(
             forward=forward,
             rollouts=rollouts,
             concurrency=settings.concurrency,
-            budget=Budget(
-                budget if budget is not None else settings.max_calls,
-                settings.max_tokens,
-                slack=settings.slack,
-            ),
+            budget=settings.budget(budget),
             on_sample=lambda _: progress.advance(task),
         )
     quiet = _write_json(result.to_dict(), json_path)

@@ -104,7 +104,7 @@ def rollout_command(
     ray_address: str | None,
 ) -> None:
     """Run an intervention plan on a trace R times and report how often it fails."""
-    from otelcar.replay import Budget, Environment, Plan, Resample, run_plan
+    from otelcar.replay import Environment, Plan, Resample, run_plan
 
     run, config, _ = run_and_config(ctx, trace_id, config_path)
     plan = Plan.from_json(plan_path.read_text()) if plan_path else Plan()
@@ -114,7 +114,7 @@ def rollout_command(
     settings = config.replay
     env = Environment(
         config.registry,
-        Budget(settings.max_calls, settings.max_tokens, slack=settings.slack),
+        settings.budget(),
     )
     count = rollouts if rollouts is not None else settings.rollouts
     with (
@@ -129,7 +129,7 @@ def rollout_command(
             plan,
             env,
             rollouts=count,
-            seed=seed if seed is not None else settings.seed,
+            seed=settings.seed_or(seed),
             outcome=config.outcome,
             concurrency=settings.concurrency,
             on_rollout=lambda _: progress.advance(task),
@@ -255,7 +255,6 @@ def attribute_command(
     from otelcar.attribution import attribute
     from otelcar.policies import OpenAICompatiblePolicy
     from otelcar.render import attribution_report
-    from otelcar.replay import Budget
     from otelcar.report import RolloutSampler, with_report_sections, write_html
 
     if adaptive and rollouts is not None:
@@ -281,12 +280,8 @@ def attribute_command(
             rollouts=rollouts,
             first_look=first_look,
             max_rollouts=max_rollouts,
-            seed=seed if seed is not None else settings.seed,
-            budget=Budget(
-                budget if budget is not None else settings.max_calls,
-                settings.max_tokens,
-                slack=settings.slack,
-            ),
+            seed=settings.seed_or(seed),
+            budget=settings.budget(budget),
             concurrency=settings.concurrency,
             credit=credit,
             on_rollout=sampler,

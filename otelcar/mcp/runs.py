@@ -1,0 +1,252 @@
+"""``attribute``, ``why`` and ``fix`` on one stored trace, as the MCP server runs them.
+
+The same library calls as ``otelcar attribute``/``why``/``fix`` (:mod:`otelcar.cli.replay`,
+:mod:`otelcar.cli.repair`), with the project's ``otelcar.toml`` (policies, outcome,
+``[replay]`` settings and budget) read afresh for every run, and progress reported while
+they run: rollouts (or re-decisions) done and policy calls spent so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otelcar.errors import OtelcarError
+from otelcar.project_config import ConfigError, ProjectConfig, load_config
+
+#: ``(done, message)`` → a progress notification to the client.
+SendProgress = Callable[[int, str], Awaitable[None]]
+
+
+class RunError(OtelcarError):
+    """A run cannot start: its budget is over the server's ceiling, or it needs an outcome."""
+
+
+@dataclass
+class RunContext:
+    """What every run of one server shares: where traces are, which ``otelcar.toml``, and
+    the most policy calls one run may spend (``None``: only ``[replay] max_calls`` bounds)."""
+
+    store_root: Path
+    config_path: Path | None = None
+    max_calls_ceiling: int | None = None
+
+    def config(self) -> ProjectConfig:
+        """The project config, read now (edits to ``otelcar.toml`` apply to the next run)."""
+        return load_config(self.config_path)
+
+    def open_source(self, config: ProjectConfig | None = None) -> Any:
+        """The ``[source]`` of the config when it has one, else the local store."""
+        from otelcar.store import Store
+
+        source = (config or self.config()).source
+        if source is None:
+            return Store(self.store_root)
+        from otelcar.sources import open_source
+
+        return open_source(source)
+
+    def budget_calls(self, config: ProjectConfig, max_calls: int | None) -> int | None:
+        """The policy-call budget of one run: ``max_calls``, else ``[replay] max_calls``, else
+        the ceiling; a request above the ceiling is a :class:`RunError`."""
+        calls = max_calls if max_calls is not None else config.replay.max_calls
+        ceiling = self.max_calls_ceiling
+        if calls is not None and calls < 1:
+            raise RunError(f"max_calls must be at least 1, not {calls}")
+        if ceiling is not None and calls is not None and calls > ceiling:
+            raise RunError(
+                f"budget of {calls} policy calls is over this server's ceiling of {ceiling} "
+                "(otelcar mcp --max-calls)"
+            )
+        return calls if calls is not None else ceiling
+
+
+@dataclass
+class Ticker:
+    """Counts what a run reports (``tick`` is its ``on_rollout``/``on_sample``) and sends
+    a progress notification at most every ``every_s`` seconds, and once at the end."""
+
+    send: SendProgress
+    what: str
+    calls: Callable[[], int]
+    every_s: float = 0.25
+    done: int = 0
+    _sent: int = field(default=-1, repr=False)
+
+    def tick(self, _item: object = None) -> None:
+        self.done += 1
+
+    def message(self) -> str:
+        return f"{self.done} {self.what} done, {self.calls()} policy calls"
+
+    async def flush(self) -> None:
+        if self.done != self._sent:
+            self._sent = self.done
+            await self.send(self.done, self.message())
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Ticker]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.every_s)
+                await self.flush()
+
+        task = asyncio.create_task(loop())
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.flush()
+
+
+def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any, Any, Any]:
+    """``(recorded run, config, environment)`` of a run on ``trace_id``."""
+    from otelcar.replay import Environment, load_run
+
+    config = ctx.config()
+    budget = config.replay.budget(ctx.budget_calls(config, max_calls))
+    with ctx.open_source(config) as source:
+        loaded = source.load(trace_id)
+    return load_run(loaded.trace_id, loaded.steps), config, Environment(config.registry, budget)
+
+
+def _executor(config: ProjectConfig) -> contextlib.AbstractContextManager[Any]:
+    from otelcar.executors import executor_scope
+
+    settings = config.replay
+    address = settings.ray_address if settings.executor == "ray" else None
+    return executor_scope(settings.executor, address=address, concurrency=settings.concurrency)
+
+
+async def attribute_trace(
+    ctx: RunContext,
+    trace_id: str,
+    *,
+    send: SendProgress,
+    rollouts: int | None = None,
+    max_rollouts: int = 64,
+    first_look: int = 8,
+    confidence: float = 0.95,
+    mode: str = "auto",
+    refute: bool = True,
+    max_calls: int | None = None,
+    seed: int | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Which step caused the failure (``otelcar attribute``): ``(full trace id, result as
+    schemas/attribution.schema.json)``. Needs ``[outcome]`` in the config."""
+    from otelcar.attribution import attribute_async
+
+    run, config, env = _prepare(ctx, trace_id, max_calls)
+    if config.outcome is None:
+        raise ConfigError(
+            f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as failure)"
+        )
+    settings = config.replay
+    ticker = Ticker(send, "rollouts", lambda: env.accounting.llm_calls)
+    with _executor(config):
+        async with ticker.running():
+            result = await attribute_async(
+                run,
+                registry=config.registry,
+                outcome=config.outcome,
+                confidence=confidence,
+                rollouts=rollouts,
+                first_look=first_look,
+                max_rollouts=max_rollouts,
+                seed=settings.seed_or(seed),
+                budget=env.budget,
+                env=env,
+                concurrency=settings.concurrency,
+                on_rollout=ticker.tick,
+                mode=mode,
+                refutation=refute,
+            )
+    return run.trace_id, result.to_dict()
+
+
+async def why_trace(
+    ctx: RunContext,
+    trace_id: str,
+    *,
+    send: SendProgress,
+    step: int | str = "culprit",
+    samples: int = 10,
+    same: str = "outcome",
+    fill: str = "cut",
+    alpha: float = 0.05,
+    max_calls: int | None = None,
+    seed: int | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Which text of a decision's context made the agent take it (``otelcar why``):
+    ``(full trace id, result as schemas/why.schema.json)``."""
+    from otelcar.attribution.context.why import why_async
+
+    run, config, env = _prepare(ctx, trace_id, max_calls)
+    ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
+    with _executor(config):
+        async with ticker.running():
+            result = await why_async(
+                run,
+                step=step,
+                registry=config.registry,
+                same=same,
+                outcome=config.outcome,
+                samples=samples,
+                seed=config.replay.seed_or(seed),
+                alpha=alpha,
+                fill=fill,
+                budget=env.budget,
+                env=env,
+                on_sample=ticker.tick,
+            )
+    return run.trace_id, result.to_dict()
+
+
+async def fix_trace(
+    ctx: RunContext,
+    trace_id: str,
+    *,
+    send: SendProgress,
+    step: int | str = "culprit",
+    samples: int = 10,
+    same: str = "outcome",
+    forward: bool = False,
+    rollouts: int = 20,
+    max_rate: float = 0.3,
+    alpha: float = 0.05,
+    max_calls: int | None = None,
+    seed: int | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Candidate fixes of a decision, validated on its failed context (``otelcar fix``):
+    ``(full trace id, result as schemas/fix.schema.json)``."""
+    from otelcar.attribution.fixes.fix import fix_async
+
+    run, config, env = _prepare(ctx, trace_id, max_calls)
+    ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
+    settings = config.replay
+    with _executor(config):
+        async with ticker.running():
+            result = await fix_async(
+                run,
+                registry=config.registry,
+                step=step,
+                same=same,
+                outcome=config.outcome,
+                samples=samples,
+                seed=settings.seed_or(seed),
+                alpha=alpha,
+                max_rate=max_rate,
+                forward=forward,
+                rollouts=rollouts,
+                concurrency=settings.concurrency,
+                budget=env.budget,
+                env=env,
+                on_sample=ticker.tick,
+            )
+    return run.trace_id, result.to_dict()

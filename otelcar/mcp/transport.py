@@ -1,0 +1,51 @@
+"""Serving the MCP server: on stdio (the default: stdout carries protocol only, every log
+goes to stderr) or on streamable HTTP at ``http://127.0.0.1:PORT/mcp``."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from typing import TextIO
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+#: Where HTTP clients connect (loopback only: the server runs the project's policies).
+HOST = "127.0.0.1"
+PATH = "/mcp"
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("otelcar mcp: %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("otelcar")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def serve_stdio(server: MCPServer) -> None:
+    """Serve on stdin/stdout until the client closes stdin."""
+    _log_to_stderr()
+    anyio.run(server.run_stdio_async)
+
+
+def serve_http(server: MCPServer, *, port: int = 0, announce: TextIO | None = None) -> None:
+    """Serve streamable HTTP on 127.0.0.1:``port`` (0: a free port) until interrupted; the
+    URL is written, one line, to ``announce`` (default stdout) once the socket listens."""
+    import uvicorn
+
+    _log_to_stderr()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((HOST, port))
+    sock.listen(128)
+    url = f"http://{HOST}:{sock.getsockname()[1]}{PATH}"
+    app = server.streamable_http_app(streamable_http_path=PATH, host=HOST)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    out = announce or sys.stdout
+    print(url, file=out, flush=True)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

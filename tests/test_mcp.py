@@ -1,0 +1,230 @@
+"""``otelcar mcp`` driven by the MCP SDK's own client, over stdio and streamable HTTP, with
+the server a real subprocess (``python -m otelcar.cli --store S mcp``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from otelcar.cli import cli
+from tests.test_attribution import NEW_CONTENT, POLICY
+
+ROOT = Path(__file__).resolve().parents[1]
+OTLP = ROOT / "fixtures" / "otlp"
+SCHEMAS = ROOT / "schemas"
+TOOLS = {
+    "list_traces",
+    "search_traces",
+    "show_trace",
+    "show_step",
+    "attribute",
+    "why",
+    "fix",
+    "list_results",
+    "read_result",
+}
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A store with the refund agent's trace and an otelcar.toml with a scripted policy and
+    the outcome 'issue_refund was called'."""
+    from click.testing import CliRunner
+
+    (tmp_path / "agent_policy.py").write_text(POLICY)
+    config = tmp_path / "otelcar.toml"
+    config.write_text(
+        '[policies.llm]\ntype = "python"\nfunction = "agent_policy:decide"\n'
+        '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\n[replay]\nseed = 4\n'
+    )
+    store = tmp_path / "store"
+    imported = CliRunner().invoke(
+        cli, ["--store", str(store), "import", str(OTLP / "new_content.traces.jsonl")]
+    )
+    assert imported.exit_code == 0, imported.output
+    return store, config
+
+
+def _validate(value: Any, name: str) -> None:
+    """Validate against schemas/NAME, its references to other files resolved from there."""
+    from referencing import Registry, Resource
+
+    documents = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.schema.json")}
+    registry = Registry().with_resources(
+        (n, Resource.from_contents(d)) for n, d in documents.items() if "$schema" in d
+    )
+    schema = documents[name]
+    jsonschema.validators.validator_for(schema)(schema, registry=registry).validate(value)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _server_args(store: Path, config: Path, *extra: str) -> list[str]:
+    return ["-m", "otelcar.cli", "--store", str(store), "mcp", "-c", str(config), *extra]
+
+
+async def _call(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def _browse(session: ClientSession) -> None:
+    """Tools listed, traces listed, searched, shown; an unknown trace is a tool error."""
+    await session.initialize()
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert tools["show_trace"].input_schema["required"] == ["trace_id"]
+    assert tools["attribute"].output_schema["properties"]["result"]["required"]
+
+    listed = await _call(session, "list_traces", limit=10)
+    jsonschema.validate(
+        listed["traces"], json.loads((SCHEMAS / "traces-list.schema.json").read_text())
+    )
+    assert [t["trace_id"] for t in listed["traces"]] == [NEW_CONTENT]
+    assert (await _call(session, "list_traces", service="no-such-service"))["traces"] == []
+
+    found = await _call(session, "search_traces", query="ISSUE_REFUND")
+    assert [t["trace_id"] for t in found["traces"]] == [NEW_CONTENT]
+    assert found["traces"][0]["matched_steps"]
+    assert (await _call(session, "search_traces", query="zebra-unicorn"))["traces"] == []
+
+    shown = await _call(session, "show_trace", trace_id=NEW_CONTENT[:8])
+    _validate(shown, "show.schema.json")
+    assert shown["trace"]["trace_id"] == NEW_CONTENT
+    step = shown["steps"][-1]["step"]
+    one = await _call(session, "show_step", trace_id=NEW_CONTENT, step=step)
+    assert one["step"] == shown["steps"][-1]
+
+    missing = await session.call_tool("show_trace", {"trace_id": "ffffffff"})
+    assert missing.is_error
+    text = missing.content[0].text
+    assert "no trace id starts with 'ffffffff'" in text and "\n" not in text
+    assert "Traceback" not in text
+    no_step = await session.call_tool("show_step", {"trace_id": NEW_CONTENT, "step": 999})
+    assert no_step.is_error and "has no step 999" in no_step.content[0].text
+
+
+async def _attribute(session: ClientSession) -> None:
+    """An attribution with progress notifications, kept and read back; budgets enforced."""
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    result = await session.call_tool(
+        "attribute",
+        {"trace_id": NEW_CONTENT[:8], "rollouts": 16, "refute": False},
+        progress_callback=on_progress,
+    )
+    assert not result.is_error, result.content
+    data = result.structured_content
+    _validate(data["result"], "attribution.schema.json")
+    assert data["trace_id"] == NEW_CONTENT
+    assert data["result"]["verdict"] == "culprit" and data["result"]["culprit"] == 4
+    assert progress, "no progress notification arrived"
+    assert progress[-1][0] > 0 and "policy calls" in (progress[-1][1] or "")
+    assert [p[0] for p in progress] == sorted(p[0] for p in progress)
+
+    kept = await _call(session, "read_result", result_id=data["result_id"])
+    assert kept["result"] == data["result"] and kept["kind"] == "attribute"
+    assert kept["arguments"]["rollouts"] == 16
+    listed = await _call(session, "list_results", trace_id=NEW_CONTENT[:6])
+    assert [r["id"] for r in listed["results"]] == [data["result_id"]]
+    assert listed["results"][0]["step"] == 4
+
+    unknown = await session.call_tool("read_result", {"result_id": "../../etc/passwd"})
+    assert unknown.is_error and "is not a result id" in unknown.content[0].text
+    over = await session.call_tool("attribute", {"trace_id": NEW_CONTENT, "max_calls": 5000})
+    assert over.is_error and "ceiling of 1000" in over.content[0].text
+
+
+def test_stdio_server_lists_shows_and_attributes(tmp_path: Path):
+    store, config = _project(tmp_path)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=_server_args(store, config, "--max-calls", "1000"),
+        env=_env(),
+        cwd=str(tmp_path),
+    )
+
+    async def main() -> None:
+        with anyio.fail_after(90), (tmp_path / "stderr.log").open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await _browse(session)
+                await _attribute(session)
+
+    anyio.run(main)
+
+
+def test_http_server_on_a_free_port(tmp_path: Path):
+    store, config = _project(tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, *_server_args(store, config, "--http", "--port", "0")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+    )
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), (
+            url,
+            process.stderr.read() if process.poll() is not None else "",
+        )
+
+        async def main() -> None:
+            with anyio.fail_after(60):
+                await browse()
+
+        async def browse() -> None:
+            async with (
+                streamable_http_client(url) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await _browse(session)
+
+        anyio.run(main)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def test_a_broken_config_stops_the_server_at_start(tmp_path: Path):
+    (tmp_path / "otelcar.toml").write_text("[nonsense]\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "otelcar.cli",
+            "--store",
+            str(tmp_path / "s"),
+            "mcp",
+            "-c",
+            str(tmp_path / "otelcar.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "unknown section(s) nonsense" in done.stderr
