@@ -445,10 +445,11 @@ async def _decide(
     env: Environment,
     context_changed: bool,
 ) -> None:
-    if not interventions and not context_changed and recorded is not None:
-        if recorded.action is not None:  # held: the common case, decided without a scan
-            replayed.action, replayed.origin = recorded.action, "recorded"
-            return
+    held = not interventions and not context_changed
+    if held and recorded is not None and recorded.action is not None:
+        # the common case, decided without scanning the interventions
+        replayed.action, replayed.origin = recorded.action, "recorded"
+        return
     remove = next((i for i in interventions if isinstance(i, Remove)), None)
     do = next((i for i in interventions if isinstance(i, Do)), None)
     swap = next((i for i in interventions if isinstance(i, SwapModel)), None)
