@@ -38,10 +38,12 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
             "project_config",
+            "analyses",
             "contracts",
             "pytest_plugin",
             "safe_console",
             "plugins.builtins",
+            "ui",
         ],
         8,
     ),
