@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import click
 
@@ -167,23 +167,13 @@ class TimeParam(click.ParamType):
     UTC when no offset is given) or an age (``90s``, ``30m``, ``6h``, ``7d``: that long ago)."""
 
     name = "TIME"
-    UNITS: ClassVar[dict[str, int]] = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        import time
-        from datetime import UTC, datetime, timedelta
+        from otelcar.sources import parse_time
 
         if isinstance(value, int):
             return value
-        text = str(value).strip()
-        number, unit = text[:-1], text[-1:].lower()
-        if unit in self.UNITS and number.isdigit():
-            return time.time_ns() - int(number) * self.UNITS[unit] * 10**9
         try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{value!r}: use ISO 8601 (2026-11-29T10:00:00Z) or an age (30m, 6h, 7d)")
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        epoch = datetime(1970, 1, 1, tzinfo=UTC)
-        return (moment - epoch) // timedelta(microseconds=1) * 1000
+            return parse_time(str(value))
+        except ValueError as exc:
+            self.fail(str(exc))
