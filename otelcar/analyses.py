@@ -23,9 +23,13 @@ if TYPE_CHECKING:
     from otelcar.replay import RecordedRun
 
 
-def budget_for(settings: ReplaySettings, max_calls: int | None = None) -> Budget:
+def budget_for(settings: ReplaySettings, max_calls: int | Budget | None = None) -> Budget:
     """The budget of one analysis: ``max_calls`` policy calls (default ``[replay]
-    max_calls``), ``[replay] max_tokens`` tokens and ``[replay] slack``."""
+    max_calls``), ``[replay] max_tokens`` tokens and ``[replay] slack``. A :class:`Budget`
+    passed as ``max_calls`` is used as it is: its ``calls`` and ``tokens`` count up while
+    the analysis runs, which is what a progress display reads."""
+    if isinstance(max_calls, Budget):
+        return max_calls
     calls = max_calls if max_calls is not None else settings.max_calls
     return Budget(calls, settings.max_tokens, slack=settings.slack)
 
@@ -39,7 +43,7 @@ async def attribute_run(
     run: RecordedRun,
     config: ProjectConfig,
     *,
-    budget: int | None = None,
+    budget: int | Budget | None = None,
     seed: int | None = None,
     on_rollout: Callable[[Any], None] | None = None,
     **options: Any,
@@ -69,7 +73,7 @@ async def why_run(
     config: ProjectConfig,
     *,
     step: int | str = "culprit",
-    budget: int | None = None,
+    budget: int | Budget | None = None,
     seed: int | None = None,
     on_sample: Callable[[Any], None] | None = None,
     **options: Any,
@@ -97,7 +101,7 @@ async def fix_run(
     config: ProjectConfig,
     *,
     step: int | str = "culprit",
-    budget: int | None = None,
+    budget: int | Budget | None = None,
     seed: int | None = None,
     on_sample: Callable[[Any], None] | None = None,
     **options: Any,

@@ -39,6 +39,7 @@ COMMANDS = {
     "aggregate": "otelcar.cli.report:aggregate_command",
     "model": "otelcar.model.cli:model_group",
     "plugins": "otelcar.cli.plugins:plugins_command",
+    "ui": "otelcar.cli.ui:ui_command",
 }
 
 
