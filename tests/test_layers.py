@@ -38,11 +38,13 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
             "project_config",
+            "analyses",
             "contracts",
             "pytest_plugin",
             "safe_console",
             "plugins.builtins",
             "mcp",
+            "ui",
         ],
         8,
     ),

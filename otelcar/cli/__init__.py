@@ -40,6 +40,7 @@ COMMANDS = {
     "model": "otelcar.model.cli:model_group",
     "plugins": "otelcar.cli.plugins:plugins_command",
     "mcp": "otelcar.cli.mcp:mcp_command",
+    "ui": "otelcar.cli.ui:ui_command",
 }
 
 

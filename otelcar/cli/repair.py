@@ -80,10 +80,6 @@ def _setup(
     return run, config
 
 
-def _step(value: str) -> int | str:
-    return int(value) if value.lstrip("-").isdigit() else value
-
-
 def _progress(what: str) -> Progress:
     from otelcar.cli.common import stderr_progress
 
@@ -244,27 +240,29 @@ def why_command(
     tests under an online multiplicity correction, narrows each to the smallest part that
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
-    from otelcar.attribution.context.why import why
+    from otelcar.analyses import step_arg, why_run
     from otelcar.cli.common import console as _console
+    from otelcar.sync import run_sync
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
     with executor_for(settings, executor, ray_address), _progress("why") as progress:
         task = progress.add_task("why", total=None)
-        result = why(
-            run,
-            step=_step(step),
-            registry=config.registry,
-            same=same,
-            outcome=config.outcome,
-            samples=samples,
-            seed=settings.seed_or(seed),
-            alpha=alpha,
-            fill=fill,
-            max_tests=max_tests,
-            full=full,
-            budget=settings.budget(budget),
-            on_sample=lambda _: progress.advance(task),
+        result = run_sync(
+            why_run(
+                run,
+                config,
+                step=step_arg(step),
+                budget=budget,
+                seed=seed,
+                on_sample=lambda _: progress.advance(task),
+                same=same,
+                samples=samples,
+                alpha=alpha,
+                fill=fill,
+                max_tests=max_tests,
+                full=full,
+            )
         )
     if _write_json(result.to_dict(), json_path):
         return
@@ -338,30 +336,32 @@ def fix_command(
     the unfixed rate (PASS / PART / FAIL), and with --forward rolled out through the rest of
     the run against the outcome. --write-test writes a pytest file that keeps it fixed.
     """
-    from otelcar.attribution.fixes.fix import FixError, fix
+    from otelcar.analyses import fix_run, step_arg
+    from otelcar.attribution.fixes.fix import FixError
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
+    from otelcar.sync import run_sync
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
     base_seed = settings.seed_or(seed)
     with executor_for(settings, executor, ray_address), _progress("why + fix") as progress:
         task = progress.add_task("fix", total=None)
-        result = fix(
-            run,
-            registry=config.registry,
-            step=_step(step),
-            same=same,
-            outcome=config.outcome,
-            samples=samples,
-            seed=base_seed,
-            alpha=alpha,
-            max_rate=max_rate,
-            forward=forward,
-            rollouts=rollouts,
-            concurrency=settings.concurrency,
-            budget=settings.budget(budget),
-            on_sample=lambda _: progress.advance(task),
+        result = run_sync(
+            fix_run(
+                run,
+                config,
+                step=step_arg(step),
+                budget=budget,
+                seed=base_seed,
+                on_sample=lambda _: progress.advance(task),
+                same=same,
+                samples=samples,
+                alpha=alpha,
+                max_rate=max_rate,
+                forward=forward,
+                rollouts=rollouts,
+            )
         )
     quiet = _write_json(result.to_dict(), json_path)
     if why_json_path is not None and result.why is not None:
@@ -444,6 +444,7 @@ def test_command(
     failed context against the live policy and fails while the bug is there."""
     import asyncio
 
+    from otelcar.analyses import step_arg
     from otelcar.attribution.context.decisions import same_decision
     from otelcar.attribution.context.why import resolve_step
     from otelcar.attribution.fixes.regression import write_regression_test
@@ -453,7 +454,7 @@ def test_command(
     base_seed = seed if seed is not None else config.replay.seed
     decision, reason = asyncio.run(
         resolve_step(
-            run, _step(step), registry=config.registry, outcome=config.outcome, seed=base_seed
+            run, step_arg(step), registry=config.registry, outcome=config.outcome, seed=base_seed
         )
     )
     if decision.action is not None:  # validate the rule now, not when the test runs

@@ -252,10 +252,11 @@ def attribute_command(
 ) -> None:
     """Which step caused the failure: the commitment curve, step effects with intervals and
     Holm-adjusted exact tests, the culprit, and what it cost."""
-    from otelcar.attribution import attribute
+    from otelcar.analyses import attribute_run
     from otelcar.policies import OpenAICompatiblePolicy
     from otelcar.render import attribution_report
     from otelcar.report import RolloutSampler, with_report_sections, write_html
+    from otelcar.sync import run_sync
 
     if adaptive and rollouts is not None:
         raise click.UsageError("--adaptive and --rollouts exclude each other")
@@ -272,24 +273,24 @@ def attribute_command(
     ):
         task = progress.add_task("attribute", total=None)
         sampler = RolloutSampler(then=lambda _: progress.advance(task))
-        result = attribute(
-            run,
-            registry=config.registry,
-            outcome=config.outcome,
-            confidence=confidence,
-            rollouts=rollouts,
-            first_look=first_look,
-            max_rollouts=max_rollouts,
-            seed=settings.seed_or(seed),
-            budget=settings.budget(budget),
-            concurrency=settings.concurrency,
-            credit=credit,
-            on_rollout=sampler,
-            mode=mode,
-            refutation=refute,
-            refute_rollouts=refute_rollouts,
-            shapley=shapley,
-            shapley_pairs=shapley_pairs,
+        result = run_sync(
+            attribute_run(
+                run,
+                config,
+                budget=budget,
+                seed=seed,
+                on_rollout=sampler,
+                confidence=confidence,
+                rollouts=rollouts,
+                first_look=first_look,
+                max_rollouts=max_rollouts,
+                credit=credit,
+                mode=mode,
+                refutation=refute,
+                refute_rollouts=refute_rollouts,
+                shapley=shapley,
+                shapley_pairs=shapley_pairs,
+            )
         )
     if json_path is not None or html_path is not None:
         document = with_report_sections(

@@ -1,7 +1,7 @@
 """``attribute``, ``why`` and ``fix`` on one stored trace, as the MCP server runs them.
 
-The same library calls as ``otelcar attribute``/``why``/``fix`` (:mod:`otelcar.cli.replay`,
-:mod:`otelcar.cli.repair`), with the project's ``otelcar.toml`` (policies, outcome,
+The same analyses as ``otelcar attribute``/``why``/``fix`` and the web console
+(:mod:`otelcar.analyses`), with the project's ``otelcar.toml`` (policies, outcome,
 ``[replay]`` settings and budget) read afresh for every run, and progress reported while
 they run: rollouts (or re-decisions) done and policy calls spent so far.
 """
@@ -140,30 +140,27 @@ async def attribute_trace(
 ) -> tuple[str, dict[str, Any]]:
     """Which step caused the failure (``otelcar attribute``): ``(full trace id, result as
     schemas/attribution.schema.json)``. Needs ``[outcome]`` in the config."""
-    from otelcar.attribution import attribute_async
+    from otelcar.analyses import attribute_run
 
     run, config, env = _prepare(ctx, trace_id, max_calls)
     if config.outcome is None:
         raise ConfigError(
             f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as failure)"
         )
-    settings = config.replay
     ticker = Ticker(send, "rollouts", lambda: env.accounting.llm_calls)
     with _executor(config):
         async with ticker.running():
-            result = await attribute_async(
+            result = await attribute_run(
                 run,
-                registry=config.registry,
-                outcome=config.outcome,
+                config,
+                budget=env.budget,
+                seed=seed,
+                on_rollout=ticker.tick,
+                env=env,
                 confidence=confidence,
                 rollouts=rollouts,
                 first_look=first_look,
                 max_rollouts=max_rollouts,
-                seed=settings.seed_or(seed),
-                budget=env.budget,
-                env=env,
-                concurrency=settings.concurrency,
-                on_rollout=ticker.tick,
                 mode=mode,
                 refutation=refute,
             )
@@ -185,25 +182,24 @@ async def why_trace(
 ) -> tuple[str, dict[str, Any]]:
     """Which text of a decision's context made the agent take it (``otelcar why``):
     ``(full trace id, result as schemas/why.schema.json)``."""
-    from otelcar.attribution.context.why import why_async
+    from otelcar.analyses import why_run
 
     run, config, env = _prepare(ctx, trace_id, max_calls)
     ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
     with _executor(config):
         async with ticker.running():
-            result = await why_async(
+            result = await why_run(
                 run,
+                config,
                 step=step,
-                registry=config.registry,
+                budget=env.budget,
+                seed=seed,
+                on_sample=ticker.tick,
+                env=env,
                 same=same,
-                outcome=config.outcome,
                 samples=samples,
-                seed=config.replay.seed_or(seed),
                 alpha=alpha,
                 fill=fill,
-                budget=env.budget,
-                env=env,
-                on_sample=ticker.tick,
             )
     return run.trace_id, result.to_dict()
 
@@ -225,28 +221,25 @@ async def fix_trace(
 ) -> tuple[str, dict[str, Any]]:
     """Candidate fixes of a decision, validated on its failed context (``otelcar fix``):
     ``(full trace id, result as schemas/fix.schema.json)``."""
-    from otelcar.attribution.fixes.fix import fix_async
+    from otelcar.analyses import fix_run
 
     run, config, env = _prepare(ctx, trace_id, max_calls)
     ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
-    settings = config.replay
     with _executor(config):
         async with ticker.running():
-            result = await fix_async(
+            result = await fix_run(
                 run,
-                registry=config.registry,
+                config,
                 step=step,
+                budget=env.budget,
+                seed=seed,
+                on_sample=ticker.tick,
+                env=env,
                 same=same,
-                outcome=config.outcome,
                 samples=samples,
-                seed=settings.seed_or(seed),
                 alpha=alpha,
                 max_rate=max_rate,
                 forward=forward,
                 rollouts=rollouts,
-                concurrency=settings.concurrency,
-                budget=env.budget,
-                env=env,
-                on_sample=ticker.tick,
             )
     return run.trace_id, result.to_dict()

@@ -70,20 +70,23 @@ class TraceFilter:
     limit: int | None = None
 
 
-TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: Age units of :func:`parse_time`: seconds, minutes, hours, days.
+AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_time(text: str) -> int:
-    """A point in time as Unix nanoseconds, for :class:`TraceFilter`: ISO 8601
+def parse_time(text: str, *, now_ns: int | None = None) -> int:
+    """A point in time for :class:`TraceFilter` as Unix nanoseconds: ISO 8601
     (``2026-11-29``, ``2026-11-29T10:00Z``; UTC when no offset is given) or an age (``90s``,
-    ``30m``, ``6h``, ``7d``: that long before now). :class:`ValueError` for anything else."""
+    ``30m``, ``6h``, ``7d``: that long before ``now_ns``, default now). Raises
+    :class:`ValueError` for anything else."""
     import time
     from datetime import UTC, datetime, timedelta
 
     text = text.strip()
     number, unit = text[:-1], text[-1:].lower()
-    if unit in TIME_UNITS and number.isdigit():
-        return time.time_ns() - int(number) * TIME_UNITS[unit] * 10**9
+    if unit in AGE_UNITS and number.isdigit():
+        now = time.time_ns() if now_ns is None else now_ns
+        return now - int(number) * AGE_UNITS[unit] * 10**9
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -205,6 +208,7 @@ __all__ = [
     "TraceFilter",
     "TraceSource",
     "open_source",
+    "parse_time",
     "register_source",
     "source_schemes",
 ]

@@ -1,0 +1,45 @@
+"""``otelcar ui``: serve the local web console (:mod:`otelcar.ui`) on 127.0.0.1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from otelcar.cli.options import config_option, source_option
+
+
+@click.command("ui")
+@click.option("--port", type=int, default=8765, show_default=True, help="Port on 127.0.0.1.")
+@config_option(
+    "otelcar.toml: the policies and outcome runs use, and its [source] (default: "
+    "./otelcar.toml if present)."
+)
+@source_option()
+@click.pass_context
+def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
+    """A local web console: browse traces, read one, start attribute/why/fix on it, watch
+    and cancel runs, read their reports. Binds 127.0.0.1 only; runs the policies of
+    otelcar.toml (docs/ui.md). Stop it with Ctrl-C."""
+    try:
+        import uvicorn
+
+        from otelcar.ui import create_app
+    except ImportError as exc:
+        raise click.ClickException(
+            f"otelcar ui needs the 'ui' extra ({exc}): pip install 'otelcar[ui]'"
+        ) from None
+    from otelcar.cli.common import open_traces
+    from otelcar.project_config import load_source
+
+    configured = load_source(config_path)
+    open_traces(ctx, configured).close()  # a missing store or a bad --source fails now
+    store_root = Path(ctx.obj["store"])
+    app = create_app(
+        open_source=lambda: open_traces(ctx, configured),
+        runs_dir=store_root / "runs",
+        config_path=config_path,
+        allowed_hosts=("127.0.0.1", "localhost"),
+    )
+    click.echo(f"otelcar ui on http://127.0.0.1:{port}/ (Ctrl-C stops it)", err=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -1,0 +1,256 @@
+"""The routes of the console (Starlette), rendered on the server with Jinja2.
+
+Pages: ``/traces`` (the list: filters, sort, pages), ``/traces/{id}`` (one trace: its steps
+timeline, every message, tool call and result, content flags and issues), ``/runs`` and
+``/runs/{id}`` (start, watch, cancel and read runs), ``/results`` and ``/results/{id}`` (the
+HTML report of a finished run, as ``otelcar report`` draws it); ``/api/runs/{id}`` is the
+JSON a run's page polls.
+
+Trace text is untrusted: every ``{{ value }}`` goes through the HTML report's own escaping
+(:func:`otelcar.report.markup.esc`: HTML-escaped, control and invisible characters shown as
+marked escapes), attribute values through :func:`otelcar.report.markup.attr`. Pages carry a
+Content-Security-Policy that lets only the console's own inline script run. Forms that start
+or cancel runs refuse requests from another origin (a web page the user has open cannot
+start runs), and the app answers only to the host names it is given (no DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from otelcar import __version__
+from otelcar.errors import OtelcarError, TraceNotFound
+from otelcar.report import render_html
+from otelcar.report.markup import attr, esc
+from otelcar.sources import TraceSource
+from otelcar.ui.listing import QueryError, TraceQuery, apply_query
+from otelcar.ui.runs import KINDS, RunError, RunManager
+from otelcar.views import steps_view, trace_view
+
+SCRIPT = resources.files("otelcar.ui").joinpath("templates/console.js").read_text("utf-8")
+CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; connect-src 'self'; "
+    "script-src 'sha256-"
+    + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    + "'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ }}`` value: markup built here stays, anything else is escaped as the HTML
+    report escapes (``None`` shows as nothing)."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(esc(value))
+
+
+def _pretty(value: Any) -> str:
+    """A decoded JSON value (arguments, attributes) as indented text; strings as they are."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
+
+
+def _time(ns: int | None) -> str:
+    if ns is None:
+        return ""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("otelcar.ui", "templates"), autoescape=True, finalize=_finalize
+    )
+    env.filters["attrval"] = lambda value: Markup(attr(value))
+    env.filters["pretty"] = _pretty
+    env.filters["duration"] = _duration
+    env.filters["time"] = _time
+    env.globals["version"] = __version__
+    env.globals["script"] = Markup(SCRIPT)
+    env.globals["kinds"] = KINDS
+    return env
+
+
+def _timeline(steps: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:
+    """Step → (left %, width %) of its bar on the trace's time axis."""
+    spans = [(s["step"], s["start_ns"], s["end_ns"]) for s in steps if s["start_ns"] is not None]
+    if not spans:
+        return {}
+    t0 = min(start for _, start, _ in spans)
+    t1 = max(end if end is not None else start for _, start, end in spans)
+    width = max(t1 - t0, 1)
+    bars = {}
+    for step, start, end in spans:
+        left = (start - t0) / width * 100
+        size = ((end if end is not None else start) - start) / width * 100
+        bars[step] = (round(left, 2), round(max(size, 0.4), 2))
+    return bars
+
+
+def create_app(
+    *,
+    open_source: Callable[[], TraceSource],
+    runs_dir: Path,
+    config_path: Path | None = None,
+    allowed_hosts: Sequence[str] = ("127.0.0.1", "localhost"),
+) -> Starlette:
+    """The console as an ASGI app. ``open_source()`` opens where traces are read (the store
+    or a ``--source``; opened and closed per request); ``runs_dir`` is where runs are kept;
+    ``config_path`` the ``otelcar.toml`` runs load (``None``: ./otelcar.toml when present);
+    ``allowed_hosts`` the ``Host`` names the app answers to."""
+    env = _environment()
+
+    def load(trace_id: str) -> tuple[str, Any]:
+        with open_source() as source:
+            loaded = source.load(source.resolve(trace_id))
+        return loaded.trace_id, loaded.steps
+
+    manager = RunManager(runs_dir, load_trace=load, config_path=config_path)
+
+    def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(name).render(**context)
+        response = HTMLResponse(html, status_code=status_code)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "same-origin"  # no-referrer makes Origin "null"
+        return response
+
+    def same_origin(request: Request) -> None:
+        origin = request.headers.get("origin")
+        host = request.headers.get("host", "")
+        if request.headers.get("sec-fetch-site") == "cross-site" or (
+            origin is not None and origin not in (f"http://{host}", f"https://{host}")
+        ):
+            raise HTTPException(403, "refused: the request came from another site")
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/traces", status_code=303)
+
+    async def traces(request: Request) -> Response:
+        try:
+            query = TraceQuery.from_params(request.query_params)
+            with open_source() as source:
+                where = source.where
+                index = source.traces(query.source_filter())
+            listing = apply_query(index, query)
+        except QueryError as exc:
+            return page("error.html", 400, title="bad query", message=str(exc))
+        return page("traces.html", title="traces", query=query, listing=listing, where=where)
+
+    async def trace(request: Request) -> Response:
+        with open_source() as source:
+            full = source.resolve(request.path_params["trace_id"])
+            loaded = source.load(full)
+        steps = steps_view(loaded.steps)
+        runs = [r for r in manager.runs() if r.trace_id == full]
+        return page(
+            "trace.html",
+            title=f"trace {full}",
+            trace=trace_view(loaded.summary),
+            steps=steps,
+            bars=_timeline(steps),
+            runs=runs,
+        )
+
+    async def start(request: Request) -> Response:
+        same_origin(request)
+        form = await request.form()
+        kind = str(form.get("kind", ""))
+        options: dict[str, Any] = {"step": form.get("step") or None}
+        for name in ("budget", "rollouts", "samples", "seed"):
+            value = str(form.get(name) or "").strip()
+            if value:
+                if not value.isdigit():
+                    return page("error.html", 400, title="bad run", message=f"{name}: a number")
+                options[name] = int(value)
+        try:
+            run = manager.start(kind, request.path_params["trace_id"], options)
+        except RunError as exc:
+            return page("error.html", 400, title="bad run", message=str(exc))
+        return RedirectResponse(f"/runs/{run.id}", status_code=303)
+
+    async def runs(request: Request) -> Response:
+        return page("runs.html", title="runs", runs=manager.runs())
+
+    async def run_page(request: Request) -> Response:
+        run = manager.get(request.path_params["run_id"])
+        return page("run.html", title=f"run {run.id}", run=run)
+
+    async def run_api(request: Request) -> Response:
+        data = manager.get(request.path_params["run_id"]).to_dict()
+        data.pop("result")
+        return JSONResponse(data)
+
+    async def cancel(request: Request) -> Response:
+        same_origin(request)
+        run = manager.cancel(request.path_params["run_id"])
+        return RedirectResponse(f"/runs/{run.id}", status_code=303)
+
+    async def results(request: Request) -> Response:
+        finished = [r for r in manager.runs() if r.status == "done" and r.result]
+        return page("results.html", title="results", runs=finished)
+
+    async def result(request: Request) -> Response:
+        run = manager.get(request.path_params["run_id"])
+        if run.status != "done" or not run.result:
+            raise HTTPException(404, f"run {run.id} has no result ({run.status})")
+        report = render_html(**{"attribution" if run.kind == "attribute" else run.kind: run.result})
+        return HTMLResponse(report)  # the report carries its own Content-Security-Policy
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return page("error.html", 404, title="not found", message=str(exc))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return page("error.html", exc.status_code, title="error", message=str(exc.detail))
+
+    async def library_error(request: Request, exc: Exception) -> Response:
+        return page("error.html", 500, title="error", message=str(exc))
+
+    app = Starlette(
+        routes=[
+            Route("/", home),
+            Route("/traces", traces),
+            Route("/traces/{trace_id}", trace),
+            Route("/traces/{trace_id}/runs", start, methods=["POST"]),
+            Route("/runs", runs),
+            Route("/runs/{run_id}", run_page),
+            Route("/runs/{run_id}/cancel", cancel, methods=["POST"]),
+            Route("/api/runs/{run_id}", run_api),
+            Route("/results", results),
+            Route("/results/{run_id}", result),
+        ],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))],
+        exception_handlers={
+            TraceNotFound: not_found,
+            RunError: not_found,
+            HTTPException: http_error,
+            OtelcarError: library_error,
+        },
+    )
+    app.state.runs = manager
+    return app

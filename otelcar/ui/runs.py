@@ -1,0 +1,300 @@
+"""The console's runs: ``attribute``, ``why`` or ``fix`` on one trace, started from a page,
+run in a background thread, watched while they run, cancelled, and kept.
+
+Each run gets a thread with an event loop of its own, running the analysis of
+:mod:`otelcar.analyses` with a freshly loaded ``otelcar.toml`` (its policies and outcome),
+under the executor ``[replay]`` names. Progress is read from live counters: rollouts (or
+re-decisions) finished, from the callback the analysis calls, and policy calls and tokens,
+from its :class:`~otelcar.replay.Budget`. Cancelling is cooperative: that callback raises
+:class:`asyncio.CancelledError` once asked, and the run's task is cancelled (a policy call
+already in flight finishes first).
+
+Every run that ended — done, failed or cancelled — is written to ``<directory>/<id>.json``
+(:meth:`Run.to_dict`; an attribution's result carries the report sections, so the HTML
+report can be drawn from it) and listed from there, also after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otelcar.errors import OtelcarError
+
+KINDS = ("attribute", "why", "fix")
+ENDED = ("done", "failed", "cancelled")
+
+
+class RunError(OtelcarError):
+    """A run that cannot be started, or one that is not there."""
+
+
+@dataclass
+class Run:
+    """One run: what was asked (``kind``, ``trace_id``, ``options``), its state (``running``,
+    then ``done``, ``failed`` or ``cancelled``), live progress, and at the end the result
+    (the analysis' ``to_dict()``) or the error."""
+
+    id: str
+    kind: str
+    trace_id: str
+    options: dict[str, Any]
+    status: str = "running"
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    done_units: int = 0  # rollouts (attribute) or re-decisions (why, fix) finished
+    calls: int = 0
+    tokens: int = 0
+    error: str | None = None
+    result: dict[str, Any] | None = None
+    cancel_requested: bool = False
+
+    @property
+    def unit(self) -> str:
+        return "rollouts" if self.kind == "attribute" else "re-decisions"
+
+    @property
+    def headline(self) -> str:
+        """One line on how the run ended (or that it runs)."""
+        if self.status != "done" or self.result is None:
+            return self.error or self.status
+        r = self.result
+        if self.kind == "attribute":
+            if r.get("culprit") is not None:
+                return f"{r.get('verdict')}: step {r['culprit']} caused the {r.get('question')}"
+            return str(r.get("verdict"))
+        return str(r.get("headline") or r.get("verdict") or "done")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as JSON (what is written to ``<id>.json`` and what the page polls)."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "trace_id": self.trace_id,
+            "options": self.options,
+            "status": self.status,
+            "started": self.started,
+            "finished": self.finished,
+            "progress": {"done": self.done_units, "unit": self.unit, "calls": self.calls},
+            "cost": {"llm_calls": self.calls, "tokens": self.tokens},
+            "headline": self.headline,
+            "error": self.error,
+            "result": self.result,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        return cls(
+            id=data["id"],
+            kind=data["kind"],
+            trace_id=data["trace_id"],
+            options=data.get("options") or {},
+            status=data["status"],
+            started=data["started"],
+            finished=data.get("finished"),
+            done_units=(data.get("progress") or {}).get("done", 0),
+            calls=(data.get("cost") or {}).get("llm_calls", 0),
+            tokens=(data.get("cost") or {}).get("tokens", 0),
+            error=data.get("error"),
+            result=data.get("result"),
+        )
+
+
+#: ``load(trace_id) -> (full id, steps)``: reads one trace from where the console reads.
+TraceLoader = Callable[[str], tuple[str, Any]]
+
+
+class RunManager:
+    """Starts, watches, cancels and keeps runs. ``directory``: where ended runs are written
+    (created on the first); ``load_trace``: how a run reads its trace; ``config_path``: the
+    ``otelcar.toml`` each run loads when it starts (``None``: ./otelcar.toml when present)."""
+
+    def __init__(
+        self, directory: Path, *, load_trace: TraceLoader, config_path: Path | None = None
+    ) -> None:
+        self.directory = Path(directory)
+        self.load_trace = load_trace
+        self.config_path = config_path
+        self._lock = threading.Lock()
+        self._live: dict[str, Run] = {}
+        self._tasks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
+        self._threads: dict[str, threading.Thread] = {}
+
+    # -- starting --------------------------------------------------------------------------
+    def start(self, kind: str, trace_id: str, options: dict[str, Any] | None = None) -> Run:
+        """Start ``kind`` on ``trace_id`` in the background and return the run at once.
+        ``options``: ``step`` (why, fix), ``budget`` (most policy calls), ``seed``,
+        ``rollouts`` (attribute: fixed R; default adaptive), ``samples`` (why, fix). Raises
+        :class:`RunError` for an unknown kind; errors of the run itself (a missing trace, a
+        config without an outcome) end it as ``failed`` with the message."""
+        if kind not in KINDS:
+            raise RunError(f"unknown run kind {kind!r}; known: {', '.join(KINDS)}")
+        run = Run(f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", kind, trace_id, {})
+        run.options = {k: v for k, v in (options or {}).items() if v not in (None, "")}
+        with self._lock:
+            self._live[run.id] = run
+        thread = threading.Thread(target=self._work, args=(run,), name=f"otelcar-run-{run.id}")
+        thread.daemon = True
+        self._threads[run.id] = thread
+        thread.start()
+        return run
+
+    def _work(self, run: Run) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            asyncio.set_event_loop(loop)
+            task = loop.create_task(self._analyse(run))
+            with self._lock:
+                self._tasks[run.id] = (loop, task)
+                if run.cancel_requested:
+                    task.cancel()
+            run.result = loop.run_until_complete(task)
+            run.status = "done"
+        except asyncio.CancelledError:
+            run.status = "cancelled"
+        except Exception as exc:  # the run ends failed with its message; the server goes on
+            run.status = "failed"
+            run.error = (
+                str(exc) if isinstance(exc, OtelcarError) else f"{type(exc).__name__}: {exc}"
+            )
+        finally:
+            run.finished = time.time()
+            with self._lock:
+                self._tasks.pop(run.id, None)
+            loop.close()
+            self._save(run)
+            with self._lock:
+                self._live.pop(run.id, None)
+
+    async def _analyse(self, run: Run) -> dict[str, Any]:
+        from otelcar.analyses import attribute_run, budget_for, fix_run, step_arg, why_run
+        from otelcar.executors import executor_scope
+        from otelcar.project_config import load_config
+        from otelcar.replay import load_run
+
+        config = load_config(self.config_path)
+        full_id, steps = await asyncio.to_thread(self.load_trace, run.trace_id)
+        run.trace_id = full_id
+        recorded = load_run(full_id, steps)
+        settings = config.replay
+        calls = run.options.get("budget")
+        budget = budget_for(settings, int(calls) if calls is not None else None)
+        seed = run.options.get("seed")
+
+        def tick(_: Any) -> None:
+            run.done_units += 1
+            run.calls, run.tokens = budget.calls, budget.tokens
+            if run.cancel_requested:  # before the task's own cancel is reached (see cancel)
+                raise asyncio.CancelledError("cancelled from the console")
+
+        with executor_scope(
+            settings.executor, address=settings.ray_address, concurrency=settings.concurrency
+        ):
+            if run.kind == "attribute":
+                from otelcar.report import RolloutSampler, with_report_sections
+
+                if config.outcome is None:
+                    raise RunError("no outcome: add [outcome] to otelcar.toml to attribute")
+                sampler = RolloutSampler(then=tick)
+                rollouts = run.options.get("rollouts")
+                result = await attribute_run(
+                    recorded,
+                    config,
+                    budget=budget,
+                    seed=seed,
+                    on_rollout=sampler,
+                    rollouts=rollouts,
+                )
+                document = await asyncio.to_thread(  # it runs an event loop of its own
+                    with_report_sections,
+                    result.to_dict(),
+                    steps=steps,
+                    sampler=sampler,
+                    outcome=config.outcome,
+                )
+            else:
+                analyse = why_run if run.kind == "why" else fix_run
+                result = await analyse(
+                    recorded,
+                    config,
+                    step=step_arg(str(run.options.get("step", "culprit"))),
+                    budget=budget,
+                    seed=seed,
+                    on_sample=tick,
+                    samples=run.options.get("samples", 10),
+                )
+                document = result.to_dict()
+        run.calls, run.tokens = budget.calls, budget.tokens
+        return document
+
+    # -- watching, cancelling ----------------------------------------------------------------
+    def get(self, run_id: str) -> Run:
+        """The run ``run_id``, live or kept; raises :class:`RunError` when there is none."""
+        with self._lock:
+            live = self._live.get(run_id)
+        if live is not None:
+            return live
+        path = self._path(run_id)
+        if path is None or not path.is_file():
+            raise RunError(f"no run {run_id!r}")
+        return Run.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def cancel(self, run_id: str) -> Run:
+        """Ask the run to stop, cooperatively: the next finished rollout (or re-decision)
+        ends it, and its task is cancelled at its next await. A synchronous policy function
+        blocks the run's event loop, so the task's own cancel can wait behind every call
+        already queued (an asynchronous policy, as the OpenAI-compatible one, does not).
+        Cancelling a run that ended
+        changes nothing."""
+        run = self.get(run_id)
+        with self._lock:
+            if run.id in self._live:
+                run.cancel_requested = True
+                entry = self._tasks.get(run.id)
+                if entry is not None:
+                    loop, task = entry
+                    loop.call_soon_threadsafe(task.cancel)
+        return run
+
+    def wait(self, run_id: str, timeout_s: float | None = None) -> Run:
+        """Block until the run ended (or ``timeout_s`` passed) and return it."""
+        thread = self._threads.get(run_id)
+        if thread is not None:
+            thread.join(timeout_s)
+        return self.get(run_id)
+
+    def runs(self) -> list[Run]:
+        """Every run, the live ones first, then the kept ones, newest first."""
+        with self._lock:
+            live = list(self._live.values())
+        kept = []
+        if self.directory.is_dir():
+            for path in self.directory.glob("*.json"):
+                if path.stem in {r.id for r in live}:
+                    continue
+                try:
+                    kept.append(Run.from_dict(json.loads(path.read_text(encoding="utf-8"))))
+                except (OSError, ValueError, KeyError):
+                    continue  # a file that is not a run (or half written) is not listed
+        return sorted(live, key=lambda r: -r.started) + sorted(kept, key=lambda r: -r.started)
+
+    def _path(self, run_id: str) -> Path | None:
+        if not run_id or not all(c.isalnum() or c == "-" for c in run_id):
+            return None  # ids are made here: anything else cannot name a file of this folder
+        return self.directory / f"{run_id}.json"
+
+    def _save(self, run: Run) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{run.id}.json"
+        temporary = path.with_suffix(".json.tmp")
+        temporary.write_text(
+            json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
+        temporary.replace(path)
