@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
             "analyses",
             "contracts",
             "pytest_plugin",
+            "kept_runs",
             "safe_console",
             "plugins.builtins",
             "mcp",

@@ -142,13 +142,13 @@ async def _attribute(session: ClientSession) -> None:
 
     kept = await _call(session, "read_result", result_id=data["result_id"])
     assert kept["result"] == data["result"] and kept["kind"] == "attribute"
-    assert kept["arguments"]["rollouts"] == 16
+    assert kept["options"]["rollouts"] == 16 and kept["status"] == "done"
     listed = await _call(session, "list_results", trace_id=NEW_CONTENT[:6])
     assert [r["id"] for r in listed["results"]] == [data["result_id"]]
     assert listed["results"][0]["step"] == 4
 
     unknown = await session.call_tool("read_result", {"result_id": "../../etc/passwd"})
-    assert unknown.is_error and "is not a result id" in unknown.content[0].text
+    assert unknown.is_error and "is not a run id" in unknown.content[0].text
     over = await session.call_tool("attribute", {"trace_id": NEW_CONTENT, "max_calls": 5000})
     assert over.is_error and "ceiling of 1000" in over.content[0].text
 

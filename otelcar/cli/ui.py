@@ -24,6 +24,7 @@ def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
     try:
         import uvicorn
 
+        from otelcar.kept_runs import runs_dir
         from otelcar.ui import create_app
     except ImportError as exc:
         raise click.ClickException(
@@ -37,7 +38,7 @@ def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
     store_root = Path(ctx.obj["store"])
     app = create_app(
         open_source=lambda: open_traces(ctx, configured),
-        runs_dir=store_root / "runs",
+        runs_dir=runs_dir(store_root),
         config_path=config_path,
         allowed_hosts=("127.0.0.1", "localhost"),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -122,9 +123,11 @@ def output_schemas() -> dict[str, dict[str, Any]]:
                 "id": {"type": "string"},
                 "kind": {"enum": ["attribute", "why", "fix"]},
                 "trace_id": {"type": "string"},
+                "status": {"enum": ["done", "failed", "cancelled"]},
                 "created": {"type": "string"},
                 "verdict": {"type": ["string", "null"]},
                 "step": {"type": ["integer", "null"]},
+                "headline": {"type": ["string", "null"]},
             },
         },
     }
@@ -133,9 +136,14 @@ def output_schemas() -> dict[str, dict[str, Any]]:
             "id": {"type": "string"},
             "kind": {"enum": ["attribute", "why", "fix"]},
             "trace_id": {"type": "string"},
-            "created": {"type": "string"},
-            "arguments": {"type": "object"},
-            "result": {"type": "object"},
+            "options": {"type": "object"},
+            "status": {"enum": ["done", "failed", "cancelled"]},
+            "started": {"type": "number"},
+            "finished": {"type": ["number", "null"]},
+            "cost": {"type": "object"},
+            "headline": {"type": ["string", "null"]},
+            "error": {"type": ["string", "null"]},
+            "result": {"type": ["object", "null"]},
         }
     )
     return {
@@ -201,7 +209,9 @@ def build_server(context: runs.RunContext) -> MCPServer:
 
         return send
 
-    async def kept(kind: str, trace_id: str, arguments: dict, result: dict) -> dict[str, Any]:
+    async def kept(
+        kind: str, trace_id: str, arguments: dict, result: dict, started: float
+    ) -> dict[str, Any]:
         record = await in_thread(
             results.save_result,
             context.store_root,
@@ -209,6 +219,7 @@ def build_server(context: runs.RunContext) -> MCPServer:
             trace_id=trace_id,
             arguments=arguments,
             result=result,
+            started=started,
         )
         return checked(
             kind, {"result_id": record["id"], "kind": kind, "trace_id": trace_id, "result": result}
@@ -316,10 +327,11 @@ def build_server(context: runs.RunContext) -> MCPServer:
             "max_calls": max_calls,
             "seed": seed,
         }
+        started = time.time()
         full_id, result = await runs.attribute_trace(
             context, trace_id, send=await progress_of(ctx), **arguments
         )
-        return await kept("attribute", full_id, arguments, result)
+        return await kept("attribute", full_id, arguments, result, started)
 
     @_tool_errors
     async def why(
@@ -344,10 +356,11 @@ def build_server(context: runs.RunContext) -> MCPServer:
             "max_calls": max_calls,
             "seed": seed,
         }
+        started = time.time()
         full_id, result = await runs.why_trace(
             context, trace_id, send=await progress_of(ctx), **arguments
         )
-        return await kept("why", full_id, arguments, result)
+        return await kept("why", full_id, arguments, result, started)
 
     @_tool_errors
     async def fix(
@@ -376,10 +389,11 @@ def build_server(context: runs.RunContext) -> MCPServer:
             "max_calls": max_calls,
             "seed": seed,
         }
+        started = time.time()
         full_id, result = await runs.fix_trace(
             context, trace_id, send=await progress_of(ctx), **arguments
         )
-        return await kept("fix", full_id, arguments, result)
+        return await kept("fix", full_id, arguments, result, started)
 
     @_tool_errors
     async def list_results(
@@ -396,7 +410,8 @@ def build_server(context: runs.RunContext) -> MCPServer:
     async def read_result(
         result_id: Annotated[str, Field(description="An id from a run or list_results.")],
     ) -> dict[str, Any]:
-        """One kept result: the run's arguments and its full result document."""
+        """One kept run (started here or from the web console): its options (the run's
+        arguments), status, cost and full result document."""
         return checked(
             "read_result", await in_thread(results.read_result, context.store_root, result_id)
         )

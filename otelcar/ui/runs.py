@@ -17,8 +17,6 @@ report can be drawn from it) and listed from there, also after a restart.
 from __future__ import annotations
 
 import asyncio
-import json
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -27,8 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from otelcar.errors import OtelcarError
+from otelcar.kept_runs import (
+    KINDS,
+    RunNotFound,
+    headline_of,
+    kept_runs,
+    new_run_id,
+    read_run,
+    save_run,
+)
 
-KINDS = ("attribute", "why", "fix")
 ENDED = ("done", "failed", "cancelled")
 
 
@@ -63,14 +69,7 @@ class Run:
     @property
     def headline(self) -> str:
         """One line on how the run ended (or that it runs)."""
-        if self.status != "done" or self.result is None:
-            return self.error or self.status
-        r = self.result
-        if self.kind == "attribute":
-            if r.get("culprit") is not None:
-                return f"{r.get('verdict')}: step {r['culprit']} caused the {r.get('question')}"
-            return str(r.get("verdict"))
-        return str(r.get("headline") or r.get("verdict") or "done")
+        return headline_of(self.kind, self.status, self.result, self.error)
 
     def to_dict(self) -> dict[str, Any]:
         """The run as JSON (what is written to ``<id>.json`` and what the page polls)."""
@@ -136,7 +135,7 @@ class RunManager:
         config without an outcome) end it as ``failed`` with the message."""
         if kind not in KINDS:
             raise RunError(f"unknown run kind {kind!r}; known: {', '.join(KINDS)}")
-        run = Run(f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", kind, trace_id, {})
+        run = Run(new_run_id(kind), kind, trace_id, {})
         run.options = {k: v for k, v in (options or {}).items() if v not in (None, "")}
         with self._lock:
             self._live[run.id] = run
@@ -241,10 +240,10 @@ class RunManager:
             live = self._live.get(run_id)
         if live is not None:
             return live
-        path = self._path(run_id)
-        if path is None or not path.is_file():
-            raise RunError(f"no run {run_id!r}")
-        return Run.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        try:
+            return Run.from_dict(read_run(self.directory, run_id))
+        except RunNotFound:
+            raise RunError(f"no run {run_id!r}") from None
 
     def cancel(self, run_id: str) -> Run:
         """Ask the run to stop, cooperatively: the next finished rollout (or re-decision)
@@ -274,27 +273,16 @@ class RunManager:
         """Every run, the live ones first, then the kept ones, newest first."""
         with self._lock:
             live = list(self._live.values())
+        ids = {r.id for r in live}
         kept = []
-        if self.directory.is_dir():
-            for path in self.directory.glob("*.json"):
-                if path.stem in {r.id for r in live}:
-                    continue
-                try:
-                    kept.append(Run.from_dict(json.loads(path.read_text(encoding="utf-8"))))
-                except (OSError, ValueError, KeyError):
-                    continue  # a file that is not a run (or half written) is not listed
+        for record in kept_runs(self.directory):
+            if record.get("id") in ids:
+                continue
+            try:
+                kept.append(Run.from_dict(record))
+            except KeyError:
+                continue  # a record that is not a whole run is not listed
         return sorted(live, key=lambda r: -r.started) + sorted(kept, key=lambda r: -r.started)
 
-    def _path(self, run_id: str) -> Path | None:
-        if not run_id or not all(c.isalnum() or c == "-" for c in run_id):
-            return None  # ids are made here: anything else cannot name a file of this folder
-        return self.directory / f"{run_id}.json"
-
     def _save(self, run: Run) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{run.id}.json"
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(
-            json.dumps(run.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8"
-        )
-        temporary.replace(path)
+        save_run(self.directory, run.to_dict())
