@@ -12,16 +12,17 @@ import otelcar.attribution
 PACKAGE = Path(otelcar.attribution.__file__).parent
 # Lower numbers are lower layers. ``why --step culprit`` runs ``attribute`` first (context
 # above steps); ``fix`` runs ``why`` first (fixes above context); ``aggregate`` attributes
-# many traces. ``regression`` is the import path of tests written by earlier versions.
+# many traces; ``reliability`` estimates a whole run's failure rate. ``regression`` is the
+# import path of tests written by earlier versions (application-level: tests/test_layers.py).
 LEVELS = {
     "stats": 0,
     "experiment": 1,
     "steps": 2,
     "context": 3,
     "fixes": 4,
+    "reliability": 2,
     "aggregate": 5,
-    "regression": 5,
-    "scripted": 5,
+    "regression": 6,
     "__init__": 6,
 }
 

@@ -147,10 +147,34 @@ async def _attribute(session: ClientSession) -> None:
     assert [r["id"] for r in listed["results"]] == [data["result_id"]]
     assert listed["results"][0]["step"] == 4
 
+    await _why_and_fix(session, data["result_id"])
+
     unknown = await session.call_tool("read_result", {"result_id": "../../etc/passwd"})
     assert unknown.is_error and "is not a run id" in unknown.content[0].text
     over = await session.call_tool("attribute", {"trace_id": NEW_CONTENT, "max_calls": 5000})
     assert over.is_error and "ceiling of 1000" in over.content[0].text
+
+
+async def _why_and_fix(session: ClientSession, attribution_id: str) -> None:
+    """why on the culprit step (validated, kept, listed) and fix on it (a clear refusal)."""
+    why = await session.call_tool(
+        "why", {"trace_id": NEW_CONTENT, "step": 4, "samples": 10, "seed": 1}
+    )
+    assert not why.is_error, why.content
+    _validate(why.structured_content["result"], "why.schema.json")
+    assert why.structured_content["result"]["step"] == 4
+    # With this policy the bad action did not come back in 10 re-decisions: nothing to fix,
+    # said as a one-line tool error (and no run is kept).
+    fixed = await session.call_tool(
+        "fix", {"trace_id": NEW_CONTENT, "step": 4, "samples": 10, "seed": 1}
+    )
+    assert fixed.is_error
+    text = fixed.content[0].text
+    assert "nothing to fix" in text and "did not recur" in text and "Traceback" not in text
+    listed = await _call(session, "list_results", trace_id=NEW_CONTENT)
+    kinds = [r["kind"] for r in listed["results"]]
+    assert kinds == ["why", "attribute"], kinds
+    assert listed["results"][-1]["id"] == attribution_id
 
 
 def test_stdio_server_lists_shows_and_attributes(tmp_path: Path):

@@ -151,3 +151,34 @@ def test_no_outcome(otelcar_agent):
     result.stdout.fnmatch_lines(
         ["*a failure rate needs an outcome: add ?outcome? to the otelcar.toml*"]
     )
+
+
+OLD_STYLE = """
+from pathlib import Path
+
+from otelcar.attribution.regression import check_decision
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_step_4_as_earlier_versions_wrote_it():
+    check = check_decision(
+        HERE / "traces" / "refund.parquet", 4, config=HERE / "otelcar.toml", samples=10, seed=1
+    )
+    assert check.n > 0, check.message(0.2)
+    assert check.rate <= 0.2, check.message(0.2)
+"""
+
+
+@pytest.mark.parametrize(("p_refund", "passed"), [(0.02, True), (0.9, False)])
+def test_tests_written_by_earlier_versions_keep_working(
+    pytester: pytest.Pytester, p_refund: float, passed: bool
+):
+    _project(pytester, p_refund)
+    (pytester.path / "traces").mkdir()
+    read_otlp(OTLP / "new_content.traces.jsonl").write_parquet(
+        pytester.path / "traces" / "refund.parquet"
+    )
+    pytester.makepyfile(test_old=OLD_STYLE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(**({"passed": 1} if passed else {"failed": 1}))
