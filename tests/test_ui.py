@@ -282,6 +282,34 @@ def test_an_attribution_started_from_the_page_runs_is_kept_and_reported(project)
         assert restarted.app.state.runs.get(run_id).headline == run.headline
 
 
+def test_the_run_form_passes_the_analysis_options_and_refuses_bad_ones(project):
+    store, config = project
+    with TestClient(app_for(store, config)) as client:
+        form = client.get(f"/traces/{TRACE}").text
+        for control in ('id="run-mode"', 'id="run-shapley"', 'id="run-same"', 'id="run-forward"'):
+            assert control in form, control
+        started = client.post(
+            f"/traces/{TRACE}/runs",
+            data={"kind": "attribute", "mode": "bisect", "no_refute": "1"},
+            follow_redirects=False,
+        )
+        run = client.app.state.runs.wait(started.headers["location"].rsplit("/", 1)[1], 60)
+        assert run.status == "done", run.error
+        assert run.options == {"mode": "bisect", "no_refute": True}
+        assert run.result["mode"] == "bisect" and not run.result.get("refutations")
+        why = client.post(
+            f"/traces/{TRACE}/runs",
+            data={"kind": "why", "step": "4", "samples": "6", "same": "tool+args", "seed": "2"},
+            follow_redirects=False,
+        )
+        done = client.app.state.runs.wait(why.headers["location"].rsplit("/", 1)[1], 60)
+        assert done.status == "done", done.error
+        assert done.result["same_spec"] == "tool+args" and done.result["step"] == 4
+        for bad in ({"mode": "guess"}, {"same": "vibes"}, {"seed": "x"}):
+            refused = client.post(f"/traces/{TRACE}/runs", data={"kind": "attribute", **bad})
+            assert refused.status_code == 400, bad
+
+
 def test_a_run_is_cancelled_and_a_bad_one_fails_with_its_message(project):
     store, config = project
     (config.parent / "slow_policy.py").write_text(SLOW_POLICY)

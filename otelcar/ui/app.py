@@ -40,7 +40,7 @@ from otelcar.report import render_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceSource
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
-from otelcar.ui.runs import KINDS, RunError, RunManager
+from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
 from otelcar.views import steps_view, trace_view
 
 SCRIPT = resources.files("otelcar.ui").joinpath("templates/console.js").read_text("utf-8")
@@ -92,6 +92,8 @@ def _environment() -> Environment:
     env.globals["version"] = __version__
     env.globals["script"] = Markup(SCRIPT)
     env.globals["kinds"] = KINDS
+    env.globals["modes"] = MODES
+    env.globals["sames"] = SAMES
     return env
 
 
@@ -187,6 +189,16 @@ def create_app(
                 if not value.isdigit():
                     return page("error.html", 400, title="bad run", message=f"{name}: a number")
                 options[name] = int(value)
+        for name, allowed in (("mode", MODES), ("same", SAMES)):
+            value = str(form.get(name) or "").strip()
+            if value:
+                if value not in allowed:
+                    message = f"{name}: one of {', '.join(allowed)}"
+                    return page("error.html", 400, title="bad run", message=message)
+                options[name] = value
+        for flag in ("shapley", "no_refute", "forward"):
+            if form.get(flag):
+                options[flag] = True
         try:
             run = manager.start(kind, request.path_params["trace_id"], options)
         except RunError as exc:

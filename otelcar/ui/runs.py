@@ -36,6 +36,9 @@ from otelcar.kept_runs import (
 )
 
 ENDED = ("done", "failed", "cancelled")
+#: ``attribute --mode`` and ``why``/``fix --same`` as the run form offers them.
+MODES = ("auto", "curve", "bisect")
+SAMES = ("outcome", "tool", "tool+args", "answer")
 
 
 class RunError(OtelcarError):
@@ -130,7 +133,9 @@ class RunManager:
     def start(self, kind: str, trace_id: str, options: dict[str, Any] | None = None) -> Run:
         """Start ``kind`` on ``trace_id`` in the background and return the run at once.
         ``options``: ``step`` (why, fix), ``budget`` (most policy calls), ``seed``,
-        ``rollouts`` (attribute: fixed R; default adaptive), ``samples`` (why, fix). Raises
+        ``rollouts`` (attribute: fixed R; default adaptive), ``mode`` (attribute: one of
+        :data:`MODES`), ``shapley`` and ``no_refute`` (attribute), ``samples``, ``same`` (one
+        of :data:`SAMES`) (why, fix), ``forward`` (fix). Raises
         :class:`RunError` for an unknown kind; errors of the run itself (a missing trace, a
         config without an outcome) end it as ``failed`` with the message."""
         if kind not in KINDS:
@@ -210,6 +215,9 @@ class RunManager:
                     seed=seed,
                     on_rollout=sampler,
                     rollouts=rollouts,
+                    mode=run.options.get("mode", "auto"),
+                    shapley=bool(run.options.get("shapley")),
+                    refutation=not run.options.get("no_refute"),
                 )
                 document = await asyncio.to_thread(  # it runs an event loop of its own
                     with_report_sections,
@@ -219,6 +227,8 @@ class RunManager:
                     outcome=config.outcome,
                 )
             else:
+                forward = run.kind == "fix" and bool(run.options.get("forward"))
+                extra = {"forward": True} if forward else {}
                 analyse = why_run if run.kind == "why" else fix_run
                 result = await analyse(
                     recorded,
@@ -228,6 +238,8 @@ class RunManager:
                     seed=seed,
                     on_sample=tick,
                     samples=run.options.get("samples", 10),
+                    same=run.options.get("same", "outcome"),
+                    **extra,
                 )
                 document = result.to_dict()
         run.calls, run.tokens = budget.calls, budget.tokens
