@@ -49,6 +49,15 @@ async def decide(request):  # waits as a model server would, without blocking th
     await asyncio.sleep(0.02)
     return Message("assistant", "This needs a manager's approval.")
 """
+# The same, blocking the run's event loop (a plain function computing for 20 ms).
+SLOW_SYNC_POLICY = """
+import time
+from otelcar.messages import Message
+
+def decide(request):
+    time.sleep(0.02)
+    return Message("assistant", "This needs a manager's approval.")
+"""
 
 
 @pytest.fixture
@@ -310,19 +319,25 @@ def test_the_run_form_passes_the_analysis_options_and_refuses_bad_ones(project):
             assert refused.status_code == 400, bad
 
 
-def test_a_run_is_cancelled_and_a_bad_one_fails_with_its_message(project):
+@pytest.mark.parametrize("policy", [SLOW_POLICY, SLOW_SYNC_POLICY], ids=["async", "sync"])
+def test_a_run_is_cancelled_and_a_bad_one_fails_with_its_message(project, policy: str):
     store, config = project
-    (config.parent / "slow_policy.py").write_text(SLOW_POLICY)
-    config.write_text(config.read_text().replace("agent_policy:decide", "slow_policy:decide"))
+    module = "slow_sync" if policy is SLOW_SYNC_POLICY else "slow_policy"
+    (config.parent / f"{module}.py").write_text(policy)
+    config.write_text(config.read_text().replace("agent_policy:decide", f"{module}:decide"))
     with TestClient(app_for(store, config)) as client:
         manager = client.app.state.runs
         run = manager.start("attribute", TRACE, {"rollouts": 500})
         deadline = time.monotonic() + 30
         while manager.get(run.id).done_units < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
+        asked = time.monotonic()
         cancelled = client.post(f"/runs/{run.id}/cancel", follow_redirects=False)
         assert cancelled.status_code == 303
         ended = manager.wait(run.id, timeout_s=30)
+        # Queued rollouts are refused their policy calls (Budget.cancel), so even a policy
+        # that blocks the loop stops within a few calls, not after the 500 × 3 queued.
+        assert time.monotonic() - asked < 5
         assert ended.status == "cancelled" and 2 <= ended.done_units < 500
         assert manager.get(run.id).status == "cancelled"  # read back from its file
         failed = manager.wait(manager.start("why", "0" * 32).id, timeout_s=30)

@@ -67,15 +67,26 @@ def derive_seed(base_seed: int, rollout: int, decision: int) -> int:
 class Budget:
     """Caps on policy calls and tokens, shared by all rollouts of a run (``None``: no cap),
     and ``slack``: how many decisions a diverged rollout may take past the recorded horizon
-    (``[replay] slack``)."""
+    (``[replay] slack``). :meth:`cancel` stops the run cooperatively: every policy call
+    asked for afterwards raises :class:`asyncio.CancelledError` instead of being made, so
+    rollouts queued behind a synchronous policy end at once rather than each running."""
 
     max_calls: int | None = None
     max_tokens: int | None = None
     calls: int = 0
     tokens: int = 0
     slack: int = DEFAULT_SLACK
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        """Refuse every later policy call (a run being cancelled; calls in flight finish)."""
+        self.cancelled = True
 
     def reserve(self) -> None:
+        """Count one policy call about to be made; raises :class:`BudgetExhausted` when a cap
+        is reached and :class:`asyncio.CancelledError` once :meth:`cancel` was called."""
+        if self.cancelled:
+            raise asyncio.CancelledError("the run was cancelled")
         if self.max_calls is not None and self.calls >= self.max_calls:
             raise BudgetExhausted(f"policy-call budget of {self.max_calls} spent")
         if self.max_tokens is not None and self.tokens >= self.max_tokens:

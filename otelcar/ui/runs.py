@@ -5,7 +5,8 @@ Each run gets a thread with an event loop of its own, running the analysis of
 :mod:`otelcar.analyses` with a freshly loaded ``otelcar.toml`` (its policies and outcome),
 under the executor ``[replay]`` names. Progress is read from live counters: rollouts (or
 re-decisions) finished, from the callback the analysis calls, and policy calls and tokens,
-from its :class:`~otelcar.replay.Budget`. Cancelling is cooperative: that callback raises
+from its :class:`~otelcar.replay.Budget`. Cancelling is cooperative: the budget refuses every
+later policy call (:meth:`~otelcar.replay.Budget.cancel`), that callback raises
 :class:`asyncio.CancelledError` once asked, and the run's task is cancelled (a policy call
 already in flight finishes first).
 
@@ -128,6 +129,7 @@ class RunManager:
         self._live: dict[str, Run] = {}
         self._tasks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
         self._threads: dict[str, threading.Thread] = {}
+        self._budgets: dict[str, Any] = {}  # the live runs' budgets (Budget.cancel stops them)
 
     # -- starting --------------------------------------------------------------------------
     def start(self, kind: str, trace_id: str, options: dict[str, Any] | None = None) -> Run:
@@ -172,6 +174,7 @@ class RunManager:
             run.finished = time.time()
             with self._lock:
                 self._tasks.pop(run.id, None)
+                self._budgets.pop(run.id, None)
             loop.close()
             self._save(run)
             with self._lock:
@@ -190,6 +193,10 @@ class RunManager:
         settings = config.replay
         calls = run.options.get("budget")
         budget = budget_for(settings, int(calls) if calls is not None else None)
+        with self._lock:
+            self._budgets[run.id] = budget
+            if run.cancel_requested:
+                budget.cancel()
         seed = run.options.get("seed")
 
         def tick(_: Any) -> None:
@@ -259,15 +266,17 @@ class RunManager:
 
     def cancel(self, run_id: str) -> Run:
         """Ask the run to stop, cooperatively: the next finished rollout (or re-decision)
-        ends it, and its task is cancelled at its next await. A synchronous policy function
-        blocks the run's event loop, so the task's own cancel can wait behind every call
-        already queued (an asynchronous policy, as the OpenAI-compatible one, does not).
-        Cancelling a run that ended
-        changes nothing."""
+        ends it, its budget refuses every later policy call (:meth:`Budget.cancel`: rollouts
+        queued behind a synchronous policy end at their first call instead of each running),
+        and its task is cancelled at its next await; a policy call in flight finishes.
+        Cancelling a run that ended changes nothing."""
         run = self.get(run_id)
         with self._lock:
             if run.id in self._live:
                 run.cancel_requested = True
+                budget = self._budgets.get(run.id)
+                if budget is not None:  # later policy calls are refused: queued rollouts end
+                    budget.cancel()
                 entry = self._tasks.get(run.id)
                 if entry is not None:
                     loop, task = entry
