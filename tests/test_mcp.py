@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,34 @@ def test_a_broken_config_stops_the_server_at_start(tmp_path: Path):
     )
     assert done.returncode == 2 and done.stdout == ""
     assert "unknown section(s) nonsense" in done.stderr
+
+
+def test_list_filters_select_by_dialect_and_time(tmp_path: Path):
+    """The list tool's filters, on the store directly (the transport tests cover the wire)."""
+    from otelcar import Store, import_files
+    from otelcar.mcp.queries import QueryError, list_traces
+
+    store = Store(tmp_path / "store")
+    import_files([OTLP, OTLP.parent / "openinference"], store=store)
+    index = store.traces()
+    everything = list_traces(store, limit=1000)
+    assert [t["trace_id"] for t in everything] == index["trace_id"].to_list()
+    mapped = list_traces(store, dialect="openinference", limit=1000)
+    want = index.filter(index["dialects"].list.contains("openinference"))["trace_id"]
+    assert 0 < len(mapped) < len(everything)
+    assert [t["trace_id"] for t in mapped] == want.to_list()
+    starts = sorted(index["start_ns"].to_list())
+    cut = starts[len(starts) // 2]
+    stamp = datetime.fromtimestamp(cut / 1e9, tz=UTC).isoformat()
+    late = list_traces(store, since=stamp, limit=1000)
+    early = list_traces(store, until=stamp, limit=1000)
+    assert len(late) + len(early) == len(everything) and late and early
+    assert {t["trace_id"] for t in late}.isdisjoint(t["trace_id"] for t in early)
+    assert [t["trace_id"] for t in list_traces(store, limit=2)] == [
+        t["trace_id"] for t in everything[-2:]
+    ]
+    assert list_traces(store, errors_only=True, limit=1000) == [
+        t for t in everything if t["n_errors"] > 0
+    ]
+    with pytest.raises(QueryError, match="since"):
+        list_traces(store, since="last tuesday")
