@@ -247,6 +247,48 @@ def fidelity_table(report: Any) -> Table:
     return table
 
 
+def policy_check_table(check: Any) -> Table:
+    """The per-decision reproduction rates of a policy check (a
+    :class:`~otelcar.attribution.faithfulness.PolicyCheck` or its ``to_dict()``)."""
+    doc = check if isinstance(check, dict) else check.to_dict()
+    table = Table(
+        title=untrusted_text(f"policy check of {doc['trace_id']} (same: {doc['same']})"),
+        header_style="bold",
+    )
+    for name, justify in (
+        ("step", "right"), ("agent", "left"), ("T", "right"), ("reproduced", "right"),
+        ("rate [interval]", "left"), ("recorded", "left"), ("instead", "left"),
+    ):  # fmt: skip
+        table.add_column(name, justify=justify)
+    for d in doc["decisions"]:
+        if not d["n"]:
+            rate = Text(d.get("note") or "not checked", style="dim")
+        else:
+            low, high = d["interval"]
+            rate = Text(
+                f"{d['rate']:.0%} [{low:.0%}, {high:.0%}]"
+                + (" unfaithful" if d["unfaithful"] else "")
+                + (
+                    f" (residual nondeterminism {d['residual_nondeterminism']:.0%})"
+                    if d.get("residual_nondeterminism")
+                    else ""
+                ),
+                style="bold red" if d["unfaithful"] else "",
+            )
+        temperature = d.get("temperature")
+        table.add_row(
+            str(d["step"]),
+            untrusted_text(d.get("agent") or ""),
+            "" if temperature is None else f"{temperature:g}",
+            f"{d['reproduced']}/{d['n']}",
+            rate,
+            untrusted_text(d["recorded"]),
+            untrusted_text("; ".join(f"{i['action']} ×{i['count']}" for i in d["instead"])),
+        )
+    table.caption = untrusted_text(doc["headline"])
+    return table
+
+
 def attribution_report(console: Console, result: Any) -> None:
     """The verdict and a compact per-step table of an attribution.
 

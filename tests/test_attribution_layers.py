@@ -12,7 +12,8 @@ import otelcar.attribution
 PACKAGE = Path(otelcar.attribution.__file__).parent
 # Lower numbers are lower layers. ``why --step culprit`` runs ``attribute`` first (context
 # above steps); ``fix`` runs ``why`` first (fixes above context); ``aggregate`` attributes
-# many traces; ``reliability`` estimates a whole run's failure rate. ``regression`` is the
+# many traces; ``reliability`` estimates a whole run's failure rate; ``faithfulness``
+# re-decides recorded decisions as ``why`` does. ``regression`` is the
 # import path of tests written by earlier versions (application-level: tests/test_layers.py).
 LEVELS = {
     "stats": 0,
@@ -21,6 +22,7 @@ LEVELS = {
     "context": 3,
     "fixes": 4,
     "reliability": 2,
+    "faithfulness": 3,
     "aggregate": 5,
     "regression": 6,
     "__init__": 6,

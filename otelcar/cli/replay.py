@@ -35,27 +35,78 @@ from otelcar.cli.options import (
 @click.argument("trace_id")
 @config_option("otelcar.toml (default: ./otelcar.toml if present).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fidelity report as JSON.")
+@click.option(
+    "--check-policy",
+    "check_policy_samples",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Also re-decide every recorded decision N times on its recorded context and report "
+    "how often the policy reproduces the recorded action (with --json: policy_check).",
+)
+@click.option(
+    "--same",
+    default="action",
+    show_default=True,
+    help="With --check-policy: what reproduces a decision: action (same calls and arguments, "
+    "or the same answer), or a rule of `otelcar why --same` (tool, tool+args, regex:…, judge).",
+)
+@click.option("--seed", type=int, default=None, help="With --check-policy: the seed.")
+@click.option("--budget", type=int, default=None, help="With --check-policy: most policy calls.")
 @source_option()
 @click.pass_context
 def replay_command(
-    ctx: click.Context, trace_id: str, config_path: Path | None, as_json: bool
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    as_json: bool,
+    check_policy_samples: int | None,
+    same: str,
+    seed: int | None,
+    budget: int | None,
 ) -> None:
     """Fidelity check: replay the trace with every step held and compare with the recording.
 
     Each LLM step gets a verdict: ok, held-only (reproduced, but changes upstream of it would
     not propagate faithfully) or unreproducible, with the reason. With an outcome configured,
     the recorded and replayed outcomes must agree. Exit status 1 when not reproducible.
+
+    With --check-policy N, every recorded decision is also re-decided N times on its exact
+    recorded context by the registered policy: how often it reproduces the recorded action,
+    with its interval, what it does instead, and at temperature 0 the residual
+    nondeterminism (docs/replay.md). A step it rarely reproduces is one where a
+    counterfactual describes another agent.
     """
     from otelcar.replay import check_fidelity
 
     run, config, steps = run_and_config(ctx, trace_id, config_path)
     report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
+    check = None
+    if check_policy_samples is not None:
+        from otelcar.attribution.faithfulness import check_policy
+        from otelcar.sync import run_sync
+
+        settings = config.replay
+        check = run_sync(
+            check_policy(
+                run,
+                registry=config.registry,
+                samples=check_policy_samples,
+                same=same,
+                seed=settings.seed_or(seed),
+                outcome=config.outcome,
+                budget=settings.budget(budget),
+            )
+        )
     if as_json:
-        emit_json(report.to_dict())
+        document = report.to_dict()
+        emit_json(document if check is None else {**document, "policy_check": check.to_dict()})
     else:
-        from otelcar.render import fidelity_table
+        from otelcar.render import fidelity_table, policy_check_table
 
         console().print(fidelity_table(report))
+        if check is not None:
+            console().print(policy_check_table(check))
     if not report.reproducible:
         sys.exit(1)
 

@@ -1,0 +1,289 @@
+"""Is the resample policy the agent that ran? Each recorded decision re-decided on its exact
+recorded context.
+
+Attribution answers questions about the policy that re-decides, which is often not the model
+that produced the trace (a cheaper or local model, another provider, another temperature). So
+before trusting a counterfactual, ask the policy to re-decide what the agent decided: every
+recorded decision (or the ``steps`` given) is re-decided ``samples`` times on its recorded
+context, unedited, with seeds of the stage ``policy.check`` (never the draws another
+estimator uses). A re-decision **reproduces** the decision when it is the same action:
+
+- ``same="action"`` (the default): the same tool calls with equal arguments (ids ignored, as
+  many of each), or — for a reply without calls — the same text, ignoring case and spacing;
+- any rule of ``otelcar why --same`` (``tool``, ``tool+args``, ``regex:…``, ``judge``,
+  ``outcome``), per decision; a decision the rule cannot apply to is reported with why.
+
+Per decision: reproduced ``k`` of ``n``, the Wilson interval of the rate, what the policy did
+instead (the most common other actions, with counts), and at recorded temperature 0 the
+share that differed, reported as **residual nondeterminism** (a faithful greedy decoder
+reproduces every time). A decision is **unfaithful** when the upper bound of its rate is
+below ``min_rate`` (default 0.5): positive evidence that the policy mostly does something
+else there, never an absence of evidence. Every call is counted in ``cost``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelcar.attribution.context.decisions import decision_sampler, same_decision
+from otelcar.attribution.experiment.redecisions import (
+    DecisionError,
+    Sample,
+    canonical,
+    describe_action,
+)
+from otelcar.attribution.experiment.seeds import SeedSpace
+from otelcar.attribution.stats import wilson
+from otelcar.cost import policy_calls_text
+from otelcar.messages import Message
+from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.harness import Budget, Environment
+from otelcar.replay.recorded import RecordedDecision, RecordedRun
+
+#: The seed stage of the check (its own draws: :mod:`otelcar.attribution.experiment.seeds`).
+STAGE = "policy.check"
+#: How many other actions are listed per decision.
+INSTEAD_SHOWN = 3
+
+
+def _words(text: str | None) -> str:
+    return " ".join((text or "").split()).casefold()
+
+
+def same_action(action: Message, recorded: Message) -> bool:
+    """Whether ``action`` is the recorded action: the same calls with equal arguments (ids
+    ignored, counted), or for replies without calls the same text up to case and spacing."""
+    if action.tool_calls or recorded.tool_calls:
+        calls = Counter((c.name, canonical(c.arguments)) for c in action.tool_calls)
+        return calls == Counter((c.name, canonical(c.arguments)) for c in recorded.tool_calls)
+    return _words(action.content) == _words(recorded.content)
+
+
+@dataclass(frozen=True)
+class SameAction:
+    """The rule ``action``: a re-decision is the recorded action (:func:`same_action`)."""
+
+    recorded: Message
+    spec: str = "action"
+
+    def describe(self) -> str:
+        return f"repeats {describe_action(self.recorded)}"
+
+    async def matches(self, action: Message, env: Environment) -> bool:
+        return same_action(action, self.recorded)
+
+
+@dataclass(frozen=True)
+class DecisionFaithfulness:
+    """One decision: reproduced ``reproduced`` of ``n`` re-decisions (``errors`` more
+    failed), the Wilson interval of the rate, what the policy did instead, the recorded
+    temperature; ``note`` says why a decision was not checked (``n`` is then 0)."""
+
+    step: int
+    agent: str | None
+    name: str | None
+    recorded: str
+    rule: str
+    reproduced: int
+    n: int
+    errors: int
+    low: float
+    high: float
+    temperature: float | None
+    instead: list[tuple[str, int]] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def rate(self) -> float | None:
+        return self.reproduced / self.n if self.n else None
+
+    @property
+    def greedy(self) -> bool:
+        """Recorded at temperature 0 (the policy should then reproduce every time)."""
+        return self.temperature == 0
+
+    def unfaithful(self, min_rate: float) -> bool:
+        """The upper bound of the rate is below ``min_rate``: the policy mostly decides
+        otherwise here (positive evidence; a decision not checked is never unfaithful)."""
+        return self.n > 0 and self.high < min_rate
+
+    def to_dict(self, min_rate: float) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "agent": self.agent,
+            "name": self.name,
+            "recorded": self.recorded,
+            "rule": self.rule,
+            "reproduced": self.reproduced,
+            "n": self.n,
+            "errors": self.errors,
+            "rate": self.rate,
+            "interval": [self.low, self.high],
+            "temperature": self.temperature,
+            "residual_nondeterminism": (
+                1 - self.rate if self.greedy and self.rate is not None else None
+            ),
+            "unfaithful": self.unfaithful(min_rate),
+            "instead": [{"action": a, "count": c} for a, c in self.instead],
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class PolicyCheck:
+    """Every checked decision of one trace, the settings, and what it cost."""
+
+    trace_id: str
+    same: str
+    samples: int
+    confidence: float
+    min_rate: float
+    seed: int
+    decisions: list[DecisionFaithfulness]
+    cost: dict[str, int]
+
+    def unfaithful(self) -> list[DecisionFaithfulness]:
+        return [d for d in self.decisions if d.unfaithful(self.min_rate)]
+
+    def headline(self) -> str:
+        """One sentence: how many decisions the policy reproduces, which it does not, cost."""
+        checked = [d for d in self.decisions if d.n]
+        bad = self.unfaithful()
+        greedy = [d for d in checked if d.greedy and d.reproduced < d.n]
+        parts = [
+            f"policy check of trace {self.trace_id}: {len(checked)} decision(s) re-decided "
+            f"{self.samples}× on their recorded contexts"
+        ]
+        if bad:
+            steps = ", ".join(f"{d.step} ({d.reproduced}/{d.n})" for d in bad)
+            parts.append(
+                f"the policy rarely reproduces the recorded action at step(s) {steps} "
+                f"({self.confidence:.0%} upper bound below {self.min_rate:.0%}): "
+                "counterfactuals there describe another agent"
+            )
+        else:
+            parts.append(
+                f"no decision is shown to be reproduced less than {self.min_rate:.0%} of the time"
+            )
+        if greedy:
+            parts.append(
+                f"{len(greedy)} decision(s) recorded at temperature 0 differed on re-decision "
+                "(residual nondeterminism)"
+            )
+        return "; ".join(parts) + f". Cost: {policy_calls_text(self.cost)}."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "policy_check",
+            "trace_id": self.trace_id,
+            "same": self.same,
+            "samples": self.samples,
+            "confidence": self.confidence,
+            "min_rate": self.min_rate,
+            "seed": self.seed,
+            "decisions": [d.to_dict(self.min_rate) for d in self.decisions],
+            "unfaithful_steps": [d.step for d in self.unfaithful()],
+            "headline": self.headline(),
+            "cost": self.cost,
+        }
+
+
+def _rule(spec: str, decision: RecordedDecision, registry: PolicyRegistry, outcome: Any) -> Any:
+    assert decision.action is not None
+    if spec == "action":
+        return SameAction(decision.action)
+    return same_decision(spec, decision.action, registry, outcome=outcome)
+
+
+def _temperature(decision: RecordedDecision) -> float | None:
+    value = (decision.params or {}).get("temperature")
+    return float(value) if isinstance(value, int | float) else None
+
+
+async def check_policy(
+    run: RecordedRun,
+    *,
+    registry: PolicyRegistry,
+    samples: int = 10,
+    same: str = "action",
+    seed: int = 0,
+    confidence: float = 0.95,
+    min_rate: float = 0.5,
+    steps: Sequence[int] | None = None,
+    outcome: Any = None,
+    budget: Budget | None = None,
+    env: Environment | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
+) -> PolicyCheck:
+    """Re-decide every recorded decision of ``run`` (or those of ``steps``) ``samples`` times
+    on its exact recorded context and measure how often the registered policy reproduces the
+    recorded action (see the module docstring)."""
+    if samples < 1:
+        raise ValueError("a policy check needs at least one re-decision per decision")
+    known = ("action", "outcome", "tool", "tool+args", "judge")
+    if same not in known and not same.startswith(("regex:", "judge:")):
+        raise DecisionError(
+            f"unknown --same {same!r}; use action, outcome, tool, tool+args, regex:PATTERN or judge"
+        )
+    env = env or Environment(registry, budget or Budget())
+    before = env.accounting.to_dict()
+    wanted = set(steps) if steps is not None else None
+    base = SeedSpace(seed).stage(STAGE)
+    found: list[DecisionFaithfulness] = []
+    for decision in run.decisions:
+        if decision.step is None or (wanted is not None and decision.step not in wanted):
+            continue
+        described = describe_action(decision.action)
+
+        def skipped(note: str, d: RecordedDecision = decision, shown: str = described) -> None:
+            found.append(
+                DecisionFaithfulness(
+                    d.step, d.agent, d.name, shown, same, 0, 0, 0, 0.0, 1.0,
+                    _temperature(d), note=note,
+                )
+            )  # fmt: skip
+
+        if decision.action is None:
+            skipped("no recorded action")
+            continue
+        try:
+            rule = _rule(same, decision, registry, outcome)
+            sampler = decision_sampler(run, decision, env, rule, seed=base, on_sample=on_sample)
+        except DecisionError as exc:
+            skipped(str(exc))
+            continue
+        arm = await sampler.ensure([], samples)
+        valid = arm.valid()
+        reproduced = sum(1 for s in valid if s.bad)
+        interval = wilson(reproduced, len(valid), confidence)
+        instead = Counter(describe_action(s.action) for s in valid if not s.bad)
+        found.append(
+            DecisionFaithfulness(
+                decision.step,
+                decision.agent,
+                decision.name,
+                described,
+                rule.describe(),
+                reproduced,
+                len(valid),
+                len(arm.samples) - len(valid),
+                interval.low,
+                interval.high,
+                _temperature(decision),
+                instead.most_common(INSTEAD_SHOWN),
+            )
+        )
+    after = env.accounting.to_dict()
+    return PolicyCheck(
+        run.trace_id,
+        same,
+        samples,
+        confidence,
+        min_rate,
+        seed,
+        found,
+        {k: after[k] - before[k] for k in after},
+    )

@@ -1,0 +1,134 @@
+"""Policy faithfulness: does the registered policy re-decide the recorded decisions as the
+agent did? A faithful and an unfaithful policy on the refund trace, the rules, the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from otelcar.attribution.faithfulness import check_policy, same_action
+from otelcar.cli import cli
+from otelcar.messages import Message, ToolCall
+from otelcar.project_config import load_config
+from otelcar.readers import read_otlp
+from otelcar.replay.recorded import load_run
+from otelcar.sync import run_sync
+from tests.conftest import NEW_CONTENT, OTLP
+from tests.test_attribution import POLICY
+
+# Re-decides exactly as the recorded agent did (by how far the conversation got).
+FAITHFUL = """
+from otelcar.messages import Message, ToolCall
+
+def decide(request):
+    tools = [m for m in request.messages if m.role == "tool"]
+    if not tools:
+        return Message("assistant", None, (
+            ToolCall("lookup_order", {"order_id": "A-1001"}, "x1"),
+            ToolCall("get_refund_policy", {"category": "electronics"}, "x2")))
+    if len(tools) == 2:
+        return Message("assistant", None, (
+            ToolCall("issue_refund", {"order_id": "A-1001", "amount": 129.99}, "x3"),))
+    return Message("assistant", "I have issued  refund R-77 of $129.99 for order A-1001. ")
+"""
+
+
+def _registry(tmp_path: Path, module: str, source: str):
+    (tmp_path / f"{module}.py").write_text(source)
+    config = tmp_path / "otelcar.toml"
+    config.write_text(f'[policies.llm]\ntype = "python"\nfunction = "{module}:decide"\n')
+    sys.path.insert(0, str(tmp_path))
+    return config, load_config(config).registry
+
+
+@pytest.fixture
+def run():
+    return load_run(NEW_CONTENT, read_otlp(OTLP / "new_content.traces.jsonl"))
+
+
+def test_a_faithful_policy_reproduces_every_decision(tmp_path, run):
+    _, registry = _registry(tmp_path, "faithful_policy", FAITHFUL)
+    check = run_sync(check_policy(run, registry=registry, samples=8, seed=2))
+    assert [d.step for d in check.decisions] == [d.step for d in run.decisions]
+    assert all(d.reproduced == d.n == 8 for d in check.decisions)
+    assert check.unfaithful() == [] and "no decision is shown" in check.headline()
+    assert all(d["residual_nondeterminism"] is None for d in check.to_dict()["decisions"])
+    assert check.cost["llm_calls"] == 8 * len(run.decisions)  # every call counted
+
+
+def _greedy(run):
+    """The run as if recorded at temperature 0."""
+    decisions = [
+        dataclasses.replace(d, params={**(d.params or {}), "temperature": 0}) for d in run.decisions
+    ]
+    return dataclasses.replace(run, decisions=decisions)
+
+
+def test_at_temperature_0_a_difference_is_residual_nondeterminism(tmp_path, run):
+    _, faithful = _registry(tmp_path, "faithful_policy3", FAITHFUL)
+    clean = run_sync(check_policy(_greedy(run), registry=faithful, samples=6, seed=2))
+    assert [d["residual_nondeterminism"] for d in clean.to_dict()["decisions"]] == [0.0] * 3
+    assert "residual nondeterminism" not in clean.headline()
+    _, drifting = _registry(tmp_path, "agent_policy_greedy", POLICY)
+    noisy = run_sync(check_policy(_greedy(run), registry=drifting, samples=20, seed=1))
+    refund = noisy.to_dict()["decisions"][1]
+    assert refund["residual_nondeterminism"] == pytest.approx(1 - refund["rate"])
+    assert refund["residual_nondeterminism"] > 0.5
+    assert "recorded at temperature 0 differed on re-decision" in noisy.headline()
+
+
+def test_an_unfaithful_policy_is_caught_where_it_differs(tmp_path, run):
+    _, registry = _registry(tmp_path, "agent_policy_pc", POLICY)
+    check = run_sync(check_policy(run, registry=registry, samples=20, seed=1))
+    by_step = {d.step: d for d in check.decisions}
+    first, refund, answer = (by_step[d.step] for d in run.decisions)
+    assert first.reproduced == 20 and not first.unfaithful(check.min_rate)
+    assert refund.unfaithful(check.min_rate) and refund.reproduced < 6  # refunds ~10 %
+    assert refund.instead[0][0].startswith('answer: "This needs a manager')
+    assert answer.unfaithful(check.min_rate) and answer.reproduced == 0
+    assert check.to_dict()["unfaithful_steps"] == [refund.step, answer.step]
+    assert "counterfactuals there describe another agent" in check.headline()
+    again = run_sync(check_policy(run, registry=registry, samples=20, seed=1))
+    assert again.to_dict() == check.to_dict()  # seeded
+
+
+def test_a_rule_that_does_not_apply_is_a_note_not_a_verdict(tmp_path, run):
+    _, registry = _registry(tmp_path, "faithful_policy2", FAITHFUL)
+    check = run_sync(check_policy(run, registry=registry, samples=4, same="tool", seed=0))
+    answer = check.decisions[-1]
+    assert answer.n == 0 and "makes no tool call" in (answer.note or "")
+    assert not answer.unfaithful(check.min_rate) and check.unfaithful() == []
+
+
+def test_same_action_counts_calls_and_normalizes_answers():
+    call = ToolCall("f", {"a": 1, "b": [1, 2]}, "id1")
+    assert same_action(Message("assistant", None, (ToolCall("f", {"b": [1, 2], "a": 1}, "z"),)),
+                       Message("assistant", None, (call,)))  # fmt: skip
+    assert not same_action(
+        Message("assistant", None, (call, call)), Message("assistant", None, (call,))
+    )
+    assert same_action(Message("assistant", " Done.\n"), Message("assistant", "done."))
+    assert not same_action(Message("assistant", "Done"), Message("assistant", None, (call,)))
+
+
+def test_cli_replay_check_policy_prints_the_table_and_json(tmp_path):
+    config, _ = _registry(tmp_path, "agent_policy_cli", POLICY)
+    runner = CliRunner()
+    store = ["--store", str(tmp_path / "store")]
+    runner.invoke(cli, [*store, "import", str(OTLP / "new_content.traces.jsonl")])
+    args = [*store, "replay", NEW_CONTENT[:8], "-c", str(config), "--check-policy", "10"]
+    shown = runner.invoke(cli, args, catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    assert "policy check of" in shown.output and "unfaithful" in shown.output
+    data = json.loads(runner.invoke(cli, [*args, "--json"], catch_exceptions=False).output)
+    assert data["reproducible"] is True
+    check = data["policy_check"]
+    assert check["kind"] == "policy_check" and check["samples"] == 10
+    assert check["unfaithful_steps"] and check["cost"]["llm_calls"] == 30
+    bad = runner.invoke(cli, [*args, "--same", "vibes"])
+    assert bad.exit_code == 2 and "unknown --same 'vibes'" in bad.output
