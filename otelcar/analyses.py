@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from otelcar.replay import Budget
 
+#: Re-decisions per step of the policy check ``attribute`` runs at its culprit: 8 shows a
+#: policy that reproduces the action at most once to be below 50 % (Wilson upper bound).
+POLICY_CHECK_SAMPLES = 8
+
 if TYPE_CHECKING:
     from otelcar.attribution.context.result import WhyResult
     from otelcar.attribution.fixes.result import FixResult
@@ -37,26 +41,83 @@ async def attribute_run(
     budget: int | Budget | None = None,
     seed: int | None = None,
     on_rollout: Callable[[Any], None] | None = None,
+    policy_check: int = POLICY_CHECK_SAMPLES,
     **options: Any,
 ) -> AttributionResult:
     """:func:`otelcar.attribution.attribute_async` of ``run`` with ``config``'s policies,
     outcome, concurrency, budget (``budget`` policy calls overrides ``[replay] max_calls``)
     and seed; ``options`` are its other keywords (``rollouts``, ``mode``, ``refutation``, …).
-    Raises :class:`~otelcar.errors.OtelcarError` subclasses as the library does; the caller
-    checks that ``config`` has an outcome."""
+    Then, when a culprit is named, a small policy check (:func:`with_policy_check`,
+    ``policy_check`` re-decisions; 0: none). Raises :class:`~otelcar.errors.OtelcarError`
+    subclasses as the library does; the caller checks that ``config`` has an outcome."""
     from otelcar.attribution.steps.attribute import attribute_async
 
     settings = config.replay
-    return await attribute_async(
+    spent = budget_for(settings, budget)
+    result = await attribute_async(
         run,
         registry=config.registry,
         outcome=config.outcome,  # type: ignore[arg-type]
         seed=settings.seed_or(seed),
-        budget=budget_for(settings, budget),
+        budget=spent,
         concurrency=settings.concurrency,
         on_rollout=on_rollout,
         **options,
     )
+    if policy_check:
+        await with_policy_check(
+            result, run, config, samples=policy_check, seed=settings.seed_or(seed), budget=spent
+        )
+    return result
+
+
+async def with_policy_check(
+    result: AttributionResult,
+    run: RecordedRun,
+    config: ProjectConfig,
+    *,
+    samples: int,
+    seed: int,
+    budget: Budget,
+) -> None:
+    """Check the policy where the verdict points (the culprit and the harmful step): re-decide
+    each ``samples`` times on its recorded context (:mod:`otelcar.attribution.faithfulness`)
+    and attach the check to ``result`` (``policy_check``), its calls to ``result.cost``, and
+    a note when the policy rarely reproduces the recorded action there (the headline says
+    it too). Nothing runs without a culprit; a spent budget leaves a note instead."""
+    from otelcar.attribution.faithfulness import check_policy
+    from otelcar.replay import BudgetExhausted
+
+    if result.culprit is None:
+        return
+    steps = [result.culprit.step]
+    if result.harmful_step is not None and result.harmful_step != result.culprit.step:
+        steps.append(result.harmful_step)
+    try:
+        check = await check_policy(
+            run,
+            registry=config.registry,
+            samples=samples,
+            seed=seed,
+            steps=steps,
+            outcome=config.outcome,
+            budget=budget,
+        )
+    except BudgetExhausted as exc:
+        result.notes.append(f"policy check not run: {exc}")
+        return
+    result.policy_check = check.to_dict()
+    for key in ("llm_calls", "input_tokens", "output_tokens", "cache_hits", "failed_calls"):
+        if key in check.cost and key in result.cost:
+            result.cost[key] += check.cost[key]
+    result.cost["policy_check_calls"] = check.cost.get("llm_calls", 0)
+    for decision in check.unfaithful():
+        result.notes.append(
+            f"policy check: the policy reproduced the recorded action of step "
+            f"{decision.step} in {decision.reproduced}/{decision.n} re-decisions "
+            f"({check.confidence:.0%} upper bound {decision.high:.0%}); a counterfactual there "
+            "describes another agent (otelcar replay --check-policy N for every step)"
+        )
 
 
 async def why_run(

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -20,6 +21,9 @@ from otelcar.replay.recorded import load_run
 from otelcar.sync import run_sync
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.test_attribution import POLICY
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "schemas" / "attribution.schema.json"
 
 # Re-decides exactly as the recorded agent did (by how far the conversation got).
 FAITHFUL = """
@@ -132,3 +136,39 @@ def test_cli_replay_check_policy_prints_the_table_and_json(tmp_path):
     assert check["unfaithful_steps"] and check["cost"]["llm_calls"] == 30
     bad = runner.invoke(cli, [*args, "--same", "vibes"])
     assert bad.exit_code == 2 and "unknown --same 'vibes'" in bad.output
+
+
+@pytest.mark.parametrize(("p_refund", "warned"), [(0.1, True), (0.7, False)])
+def test_attribute_checks_the_policy_at_its_culprit(tmp_path, p_refund: float, warned: bool):
+    """attribute re-decides its culprit 8 times: with a policy that rarely refunds, the
+    counterfactual describes another agent, and the verdict, JSON and HTML say so."""
+    source = POLICY.replace("< 0.1:", f"< {p_refund}:")
+    assert (source != POLICY) is (p_refund != 0.1)
+    config, _ = _registry(tmp_path, f"refund_p{int(p_refund * 10)}", source)
+    config.write_text(
+        config.read_text() + '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\n'
+        "[replay]\nseed = 4\n"
+    )
+    runner = CliRunner()
+    store = ["--store", str(tmp_path / "store")]
+    runner.invoke(cli, [*store, "import", str(OTLP / "new_content.traces.jsonl")])
+    out = tmp_path / "a.json"
+    html = tmp_path / "a.html"
+    args = [*store, "attribute", NEW_CONTENT[:8], "-c", str(config), "--json", str(out)]
+    result = runner.invoke(cli, [*args, "--html", str(html)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    jsonschema.validate(
+        data, json.loads((ROOT / "schemas" / "attribution.schema.json").read_text())
+    )
+    assert data["verdict"] == "culprit" and data["culprit"] == 4, data["headline"]
+    check = data["policy_check"]
+    assert [d["step"] for d in check["decisions"]] == [4] and check["samples"] == 8
+    assert data["cost"]["policy_check_calls"] == check["cost"]["llm_calls"] == 8
+    sentence = "The policy rarely reproduces the recorded action at step 4"
+    assert (sentence in data["headline"]) is warned
+    assert (4 in check["unfaithful_steps"]) is warned
+    assert any("policy check: the policy reproduced" in n for n in data["notes"]) is warned
+    assert ("policy check: the policy reproduced" in html.read_text()) is warned
+    skipped = runner.invoke(cli, [*args, "--policy-check", "0"], catch_exceptions=False)
+    assert skipped.exit_code == 0 and json.loads(out.read_text())["policy_check"] is None

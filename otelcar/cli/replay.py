@@ -268,6 +268,16 @@ def rollout_command(
     help="Most rollouts per plan of the refutation (looks at 8, 16, … up to this; it stops "
     "at the first look where the culprit's effect is significant again).",
 )
+@click.option(
+    "--policy-check",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    metavar="N",
+    help="Re-decide the culprit (and the harmful step) N times on its recorded context and "
+    "say when the policy rarely reproduces the recorded action there (0: skip; every step: "
+    "otelcar replay --check-policy).",
+)
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
 @click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
@@ -293,6 +303,7 @@ def attribute_command(
     shapley_pairs: int,
     refute: bool,
     refute_rollouts: int,
+    policy_check: int,
     budget: int | None,
     seed: int | None,
     credit: bool,
@@ -341,6 +352,7 @@ def attribute_command(
                 refute_rollouts=refute_rollouts,
                 shapley=shapley,
                 shapley_pairs=shapley_pairs,
+                policy_check=policy_check,
             )
         )
     if json_path is not None or html_path is not None:

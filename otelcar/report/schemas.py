@@ -113,6 +113,7 @@ def attribution_schema_document() -> dict[str, Any]:
             "stop_reason": {"enum": list(STOP_REASONS)},
             "cost": {"type": "object"},
             "shapley": {"type": ["object", "null"]},
+            "policy_check": {"type": ["object", "null"]},
             "notes": {"type": "array", "items": {"type": "string"}},
             "rollout_errors": {"type": "array", "items": {"type": "string"}},
             "timeline": timeline_schema(),

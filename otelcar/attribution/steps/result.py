@@ -83,6 +83,8 @@ class AttributionResult:
     notes: list[str] = field(default_factory=list)
     rollout_errors: list[str] = field(default_factory=list)
     refutations: list[Any] = field(default_factory=list)  # refute.Refutation, culprit only
+    #: The policy check at the culprit (``PolicyCheck.to_dict()``; None when not run).
+    policy_check: dict[str, Any] | None = None
 
     def headline(self) -> str:
         """One sentence: what, where, how sure, at what cost."""
@@ -107,7 +109,7 @@ class AttributionResult:
                 f"P({self.question}) by {c.delta:+.2f} "
                 f"[{c.delta_ci.low:+.2f}, {c.delta_ci.high:+.2f}] "
                 f"({self.confidence:.1%} CI, p_adj={c.p_adjusted:.2g}, {c.pairs} paired "
-                f"rollouts){tie}.{checks} Cost: {calls}."
+                f"rollouts){tie}.{checks}{self._policy_warning()} Cost: {calls}."
             )
         if self.verdict == "locked-in":
             target = (
@@ -135,6 +137,22 @@ class AttributionResult:
         return (
             f"Undecided: no step's effect was significant at {self.confidence:.1%} with "
             f"{self.rollouts_text()}{tail}. Cost: {calls}."
+        )
+
+    def _policy_warning(self) -> str:
+        """A sentence when the policy check found the policy rarely reproduces the recorded
+        action at a step the verdict names (empty otherwise)."""
+        check = self.policy_check or {}
+        named = {self.culprit.step if self.culprit else None, self.harmful_step}
+        flagged = [
+            d for d in check.get("decisions", []) if d.get("unfaithful") and d["step"] in named
+        ]
+        if not flagged:
+            return ""
+        shown = ", ".join(f"step {d['step']} ({d['reproduced']}/{d['n']})" for d in flagged)
+        return (
+            f" The policy rarely reproduces the recorded action at {shown}: these "
+            "counterfactuals describe another agent than the one that ran."
         )
 
     def rollouts_text(self) -> str:
@@ -167,4 +185,5 @@ class AttributionResult:
             "notes": self.notes,
             "rollout_errors": self.rollout_errors[:50],
             "refutations": [r.to_dict() for r in self.refutations],
+            "policy_check": self.policy_check,
         }
