@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import sys
 import tomllib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from otelcar.errors import OtelcarError
-from otelcar.executors import EXECUTORS, executor_names
+from otelcar.executors import EXECUTORS, Executor, executor_names, executor_scope
 from otelcar.outcome import BUILTIN_OUTCOMES, Outcome, outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.sources import DEFAULT_LOGS_TABLE, DEFAULT_TABLE, SourceSettings
@@ -91,6 +92,17 @@ class ReplaySettings:
     def seed_or(self, seed: int | None) -> int:
         """``seed`` when given (a command's ``--seed``), else ``[replay] seed``."""
         return seed if seed is not None else self.seed
+
+    def executor_scope(
+        self, name: str | None = None, address: str | None = None
+    ) -> AbstractContextManager[Executor]:
+        """The executor ``name`` (a command's ``--executor``; default ``[replay] executor``)
+        in force for a block, with ``[replay] concurrency``; ``address`` (``--ray-address``,
+        default ``[replay] ray_address``) only for ``ray``. A cluster started for it is shut
+        down after (:func:`otelcar.executors.executor_scope`)."""
+        chosen = name or self.executor
+        where = (address or self.ray_address) if chosen == "ray" else None
+        return executor_scope(chosen, address=where, concurrency=self.concurrency)
 
 
 @dataclass

@@ -87,13 +87,9 @@ def executor_for(
 ) -> Iterator[Executor]:
     """The executor of ``--executor``/``--ray-address`` (else of ``[replay]`` in
     ``settings``) in force for the block; a Ray cluster started for it is shut down after."""
-    from otelcar.executors import executor_scope
-
-    name = executor or settings.executor
-    if ray_address and name != "ray":
+    if ray_address and (executor or settings.executor) != "ray":
         raise click.UsageError("--ray-address needs --executor ray")
-    address = (ray_address or settings.ray_address) if name == "ray" else None
-    with executor_scope(name, address=address, concurrency=settings.concurrency) as chosen:
+    with settings.executor_scope(executor, ray_address) as chosen:
         yield chosen
 
 

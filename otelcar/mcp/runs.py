@@ -116,14 +116,6 @@ def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any
     return load_run(loaded.trace_id, loaded.steps), config, Environment(config.registry, budget)
 
 
-def _executor(config: ProjectConfig) -> contextlib.AbstractContextManager[Any]:
-    from otelcar.executors import executor_scope
-
-    settings = config.replay
-    address = settings.ray_address if settings.executor == "ray" else None
-    return executor_scope(settings.executor, address=address, concurrency=settings.concurrency)
-
-
 async def attribute_trace(
     ctx: RunContext,
     trace_id: str,
@@ -148,7 +140,7 @@ async def attribute_trace(
             f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as failure)"
         )
     ticker = Ticker(send, "rollouts", lambda: env.accounting.llm_calls)
-    with _executor(config):
+    with config.replay.executor_scope():
         async with ticker.running():
             result = await attribute_run(
                 run,
@@ -186,7 +178,7 @@ async def why_trace(
 
     run, config, env = _prepare(ctx, trace_id, max_calls)
     ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
-    with _executor(config):
+    with config.replay.executor_scope():
         async with ticker.running():
             result = await why_run(
                 run,
@@ -225,7 +217,7 @@ async def fix_trace(
 
     run, config, env = _prepare(ctx, trace_id, max_calls)
     ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
-    with _executor(config):
+    with config.replay.executor_scope():
         async with ticker.running():
             result = await fix_run(
                 run,

@@ -182,7 +182,6 @@ class RunManager:
 
     async def _analyse(self, run: Run) -> dict[str, Any]:
         from otelcar.analyses import attribute_run, budget_for, fix_run, step_arg, why_run
-        from otelcar.executors import executor_scope
         from otelcar.project_config import load_config
         from otelcar.replay import load_run
 
@@ -205,9 +204,7 @@ class RunManager:
             if run.cancel_requested:  # before the task's own cancel is reached (see cancel)
                 raise asyncio.CancelledError("cancelled from the console")
 
-        with executor_scope(
-            settings.executor, address=settings.ray_address, concurrency=settings.concurrency
-        ):
+        with settings.executor_scope():
             if run.kind == "attribute":
                 from otelcar.report import RolloutSampler, with_report_sections
 
