@@ -25,12 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import polars as pl
 
 from otelcar.errors import SourceError
 from otelcar.plugins.door import RegistryHook
+
+#: A trace index, eager or lazy.
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 DEFAULT_TABLE = "otel_traces"
 DEFAULT_LOGS_TABLE = "otel_logs"
@@ -68,6 +71,25 @@ class TraceFilter:
     trace_ids: tuple[str, ...] = ()
     prefix: str | None = None
     limit: int | None = None
+
+
+def filter_index(index: Frame, filter: TraceFilter) -> Frame:
+    """``index`` (a trace index, :data:`otelcar.schema.TRACES_SCHEMA`, eager or lazy, oldest
+    first) cut to what ``filter`` selects, for a source whose index is a frame (the local
+    store) or a caller filtering one again: ``service`` the trace's service, ``since_ns`` /
+    ``until_ns`` bound its start, ``trace_ids`` and ``prefix`` its id (case-insensitive),
+    ``limit`` keeps the newest N (``None``: every match)."""
+    if filter.service is not None:
+        index = index.filter(pl.col("service") == filter.service)
+    if filter.since_ns is not None:
+        index = index.filter(pl.col("start_ns") >= filter.since_ns)
+    if filter.until_ns is not None:
+        index = index.filter(pl.col("start_ns") < filter.until_ns)
+    if filter.trace_ids:
+        index = index.filter(pl.col("trace_id").is_in([t.lower() for t in filter.trace_ids]))
+    if filter.prefix:
+        index = index.filter(pl.col("trace_id").str.starts_with(filter.prefix.lower()))
+    return index if filter.limit is None else index.tail(max(filter.limit, 0))
 
 
 #: Age units of :func:`parse_time`: seconds, minutes, hours, days.
@@ -207,6 +229,7 @@ __all__ = [
     "SourceSettings",
     "TraceFilter",
     "TraceSource",
+    "filter_index",
     "open_source",
     "parse_time",
     "register_source",

@@ -31,7 +31,7 @@ from otelcar.errors import StoreBusy, StoreError, TraceNotFound
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord
 from otelcar.schema import TRACES_SCHEMA
-from otelcar.sources import LoadedTrace, TraceFilter
+from otelcar.sources import LoadedTrace, TraceFilter, filter_index
 from otelcar.store.decoding import decode_counted
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport
@@ -355,19 +355,7 @@ class Store:
         the trace's service, ``since_ns``/``until_ns`` bound its start, ``limit`` keeps the
         newest N; a local store lists all matches when ``limit`` is ``None``)."""
         index = self._current().traces()
-        if filter is None:
-            return index
-        if filter.service is not None:
-            index = index.filter(pl.col("service") == filter.service)
-        if filter.since_ns is not None:
-            index = index.filter(pl.col("start_ns") >= filter.since_ns)
-        if filter.until_ns is not None:
-            index = index.filter(pl.col("start_ns") < filter.until_ns)
-        if filter.trace_ids:
-            index = index.filter(pl.col("trace_id").is_in([t.lower() for t in filter.trace_ids]))
-        if filter.prefix:
-            index = index.filter(pl.col("trace_id").str.starts_with(filter.prefix.lower()))
-        return index if filter.limit is None else index.tail(max(filter.limit, 0))
+        return index if filter is None else filter_index(index, filter)
 
     def load(self, trace_id: str) -> LoadedTrace:
         """One trace (a full id or a unique prefix): its steps and its index row;

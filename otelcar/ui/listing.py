@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import polars as pl
 
-from otelcar.sources import TraceFilter, parse_time
+from otelcar.sources import TraceFilter, filter_index, parse_time
 
 #: Sortable columns: URL name → the expression sorted by.
 SORTS: dict[str, pl.Expr] = {
@@ -130,16 +130,9 @@ def apply_query(traces: pl.DataFrame, query: TraceQuery) -> TracePage:
     """Filter (service, time, errors, dialect), sort and cut ``traces`` (a trace index, as
     ``TraceSource.traces`` returns it) to the page ``query`` asks for. Filters the source
     already applied are applied again (a no-op), so any frame of the schema can be passed."""
-    wanted = query.source_filter()
     services = sorted(s for s in traces["service"].unique().to_list() if s is not None)
     dialects = sorted(d for d in traces["dialects"].explode().unique().to_list() if d is not None)
-    frame = traces.lazy()
-    if wanted.service:
-        frame = frame.filter(pl.col("service") == wanted.service)
-    if wanted.since_ns is not None:
-        frame = frame.filter(pl.col("start_ns") >= wanted.since_ns)
-    if wanted.until_ns is not None:
-        frame = frame.filter(pl.col("start_ns") < wanted.until_ns)
+    frame = filter_index(traces.lazy(), query.source_filter())
     if query.errors == "yes":
         frame = frame.filter(pl.col("n_errors") > 0)
     elif query.errors == "no":
