@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from otelcar.kept_runs import (
-    RunNotFound,
     headline_of,
     kept_runs,
     new_run_id,
@@ -21,8 +20,6 @@ from otelcar.kept_runs import (
     runs_dir,
     save_run,
 )
-
-ResultNotFound = RunNotFound
 
 
 def save_result(
@@ -55,7 +52,8 @@ def save_result(
 
 
 def read_result(store_root: Path, result_id: str) -> dict[str, Any]:
-    """The record of ``result_id``; :class:`ResultNotFound` when there is none."""
+    """The record of ``result_id``; :class:`~otelcar.kept_runs.RunNotFound` when the id is
+    not one otelcar makes or no such run is kept."""
     return read_run(runs_dir(store_root), result_id)
 
 
