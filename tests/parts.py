@@ -7,10 +7,14 @@ than it claims (a green run with the browser tests skipped says nothing about th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -34,3 +38,43 @@ def need_module(name: str, hint: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         missing(f"the Python package {name!r} ({exc})", hint)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1600",
+)
+
+
+@contextlib.contextmanager
+def headless_chromium(profile: Path) -> Iterator[Any]:
+    """A selenium driver of headless Chromium (profile in ``profile``, browser console logs
+    kept), quit after; skips (fails under CI) when chromium or chromedriver is missing."""
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        missing(
+            "headless Chromium (chromium and chromedriver on PATH)",
+            "Debian packages chromium and chromium-driver, which `make test` installs",
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -9,7 +9,6 @@ Screenshots go to ``test-artifacts/`` (git-ignored).
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,24 +36,11 @@ from otelcar.report import (
 from otelcar.report.data import full_context
 from otelcar.report.markup import script_json
 from otelcar.testing import scenarios as synthetic
-from tests.parts import missing
+from tests.parts import headless_chromium
 from tests.test_aggregate import agent_trace_otlp, write_dump
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1280,1600",
-)
 
 
 # -- a real attribution -----------------------------------------------------------------------
@@ -156,25 +142,8 @@ def fix_doc(step: int) -> dict[str, Any]:
 # -- the browser ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if CHROMIUM is None or CHROMEDRIVER is None:
-        missing(
-            "headless Chromium (chromium and chromedriver on PATH)",
-            "Debian packages chromium and chromium-driver, which `make test` installs",
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
+    with headless_chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def open_page(driver: Any, path: Path) -> list[dict[str, Any]]:

@@ -27,10 +27,10 @@ from otelcar.cli import cli
 from otelcar.schema import TRACES_SCHEMA
 from otelcar.sources import LoadedTrace, TraceFilter
 from otelcar.store import Store
-from tests.parts import missing
+from tests.parts import headless_chromium
 from tests.test_aggregate import agent_trace_otlp, write_dump
 from tests.test_attribution import imported_trace_with_policy
-from tests.test_report import CHROMEDRIVER, CHROMIUM, FLAGS, payload
+from tests.test_report import payload
 
 pytest.importorskip("starlette", reason="otelcar ui needs the 'ui' extra")
 from starlette.testclient import TestClient
@@ -363,25 +363,8 @@ def free_port() -> int:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    if CHROMIUM is None or CHROMEDRIVER is None:
-        missing(
-            "headless Chromium (chromium and chromedriver on PATH)",
-            "Debian packages chromium and chromium-driver, which `make test` installs",
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
+    with headless_chromium(tmp_path / "chromium-profile") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def serve(store: Path, config: Path, cwd: Path) -> tuple[subprocess.Popen[bytes], str]:
