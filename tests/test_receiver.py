@@ -32,6 +32,30 @@ TRACE_JSON = (OTLP / "new_content.traces.json").read_bytes()
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
+def run_sdk_agent(port: int, protocol: str, out: Path, *, compression: str = "none") -> str:
+    """Run the instrumented agent (tests/clients/otlp_agent.py) exporting with the official
+    SDK exporter to 127.0.0.1:``port`` over ``protocol`` (``grpc``, ``http/protobuf``), its
+    file copy written to ``out``; the trace id it printed."""
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("OTEL_EXPORTER_OTLP_COMPRESSION", None)
+    if compression != "none":
+        env["OTEL_EXPORTER_OTLP_COMPRESSION"] = compression
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "clients" / "otlp_agent.py"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip().splitlines()[-1]
+
+
 @pytest.fixture
 def receiver(tmp_path: Path):
     running = Receiver(
@@ -81,25 +105,8 @@ def test_instrumented_agent_via_sdk_exporters_equals_file_import(
     receiver, tmp_path, protocol, compression
 ):
     port = receiver.grpc_port if protocol == "grpc" else receiver.http_port
-    env = {
-        **os.environ,
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-        "PYTHONPATH": str(ROOT),
-    }
-    env.pop("OTEL_EXPORTER_OTLP_COMPRESSION", None)
-    if compression != "none":
-        env["OTEL_EXPORTER_OTLP_COMPRESSION"] = compression
     out = tmp_path / "agent"
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "clients" / "otlp_agent.py"), str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    trace_id = run.stdout.strip().splitlines()[-1]
+    trace_id = run_sdk_agent(port, protocol, out, compression=compression)
     _wait_for(
         lambda: (
             trace_id in receiver.sink.traces()["trace_id"].to_list()

@@ -3,9 +3,6 @@ real SDK exporters; the receiver's transport-neutral result is an enum."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import DurableWriter
 from otelcar.store.sink import InMemorySink, TraceSink
 from tests.conftest import NEW_CONTENT, OTLP
+from tests.test_receiver import run_sdk_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE_PB = (OTLP / "new_content.traces.pb").read_bytes()
@@ -60,23 +58,8 @@ def test_receiver_into_memory_via_the_sdk_exporter(tmp_path: Path) -> None:
     assert receiver.derivation.mode == "thread"  # "auto": no child process for memory
     receiver.start()
     try:
-        env = {
-            **os.environ,
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.grpc_port}",
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-            "PYTHONPATH": str(ROOT),
-        }
-        env.pop("OTEL_EXPORTER_OTLP_COMPRESSION", None)
         out = tmp_path / "agent"
-        run = subprocess.run(
-            [sys.executable, str(ROOT / "tests" / "clients" / "otlp_agent.py"), str(out)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 0, run.stderr
-        trace_id = run.stdout.strip().splitlines()[-1]
+        trace_id = run_sdk_agent(receiver.grpc_port, "grpc", out)
     finally:
         receiver.stop()
     from_file = Store(tmp_path / "file")
