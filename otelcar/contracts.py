@@ -16,6 +16,11 @@ from otelcar.report.schemas import (
     fix_schema_document,
     why_schema_document,
 )
+from otelcar.report.timeline_schemas import (
+    diff_schema_document,
+    timeline_schema_document,
+    timelines_list_schema_document,
+)
 from otelcar.schema import (
     message_schema_document,
     show_schema_document,
@@ -33,6 +38,9 @@ SCHEMA_FILES: dict[str, Callable[[], dict[str, Any]]] = {
     "why.schema.json": why_schema_document,
     "fix.schema.json": fix_schema_document,
     "aggregate.schema.json": aggregate_schema_document,
+    "timelines-list.schema.json": timelines_list_schema_document,
+    "timeline.schema.json": timeline_schema_document,
+    "diff.schema.json": diff_schema_document,
 }
 
 

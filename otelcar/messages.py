@@ -146,6 +146,27 @@ def decode_arguments(text: str | None) -> Arguments:
     return json.loads(text)
 
 
+def canonical(arguments: Any) -> str:
+    """Tool-call arguments as one comparable string: a string as is, anything else as JSON
+    with sorted keys."""
+    return (
+        arguments
+        if isinstance(arguments, str)
+        else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    )
+
+
+def describe_action(action: Message | None) -> str:
+    """An action in one line: ``name({arguments})`` per call, else ``answer: "text"`` (the
+    text cut at 120 characters)."""
+    if action is None:
+        return "(no action)"
+    if action.tool_calls:
+        return "; ".join(f"{c.name}({canonical(c.arguments)})" for c in action.tool_calls)
+    text = (action.content or "").strip().replace("\n", " ")
+    return f'answer: "{text[:120]}{"…" if len(text) > 120 else ""}"' if text else "(empty reply)"
+
+
 def text_of(value: Any) -> str | None:
     """A recorded content value as the text a model saw: strings as they are, else JSON."""
     if value is None or isinstance(value, str):

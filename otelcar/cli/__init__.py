@@ -32,6 +32,8 @@ COMMANDS = {
     "replay": "otelcar.cli.replay:replay_command",
     "rollout": "otelcar.cli.replay:rollout_command",
     "attribute": "otelcar.cli.replay:attribute_command",
+    "timelines": "otelcar.cli.timelines:timelines_command",
+    "diff": "otelcar.cli.timelines:diff_command",
     "why": "otelcar.cli.repair:why_command",
     "fix": "otelcar.cli.repair:fix_command",
     "test": "otelcar.cli.repair:test_command",

@@ -141,6 +141,17 @@ def traces_command(
     type=click.Choice(["llm", "tool", "agent", "other"]),
     help="Only steps of this kind (repeatable).",
 )
+@click.option(
+    "--timeline",
+    "timeline_name",
+    metavar="NAME",
+    help="Show the kept timeline NAME instead (`otelcar timelines TRACE` lists them).",
+)
+@click.option(
+    "--rollout",
+    type=click.IntRange(min=0),
+    help="With --timeline: which rollout (default: its first).",
+)
 @source_option()
 @config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
 @click.pass_context
@@ -151,12 +162,20 @@ def show_command(
     parquet_path: Path | None,
     full: bool,
     kinds: tuple[str, ...],
+    timeline_name: str | None,
+    rollout: int | None,
     config_path: Path | None,
 ) -> None:
-    """Show the steps of one trace (TRACE_ID may be a unique prefix)."""
+    """Show the steps of one trace (TRACE_ID may be a unique prefix), or one of its kept
+    timelines (--timeline NAME)."""
     from otelcar.project_config import load_source
 
-    _, steps, row = load_trace(ctx, trace_id, load_source(config_path))
+    if rollout is not None and timeline_name is None:
+        raise click.UsageError("--rollout goes with --timeline NAME")
+    full_id, steps, row = load_trace(ctx, trace_id, load_source(config_path))
+    if timeline_name is not None:
+        _show_timeline(ctx, full_id, timeline_name, rollout, as_json, parquet_path, full)
+        return
     if kinds:
         steps = steps.filter(steps["kind"].is_in(list(kinds)))
     summary = trace_view(row)
@@ -174,6 +193,39 @@ def show_command(
         for row in steps.iter_rows(named=True):
             if row["kind"] in ("llm", "tool") or row["issues"]:
                 out.print(step_details(row))
+
+
+def _show_timeline(
+    ctx: click.Context,
+    trace_id: str,
+    name: str,
+    rollout: int | None,
+    as_json: bool,
+    parquet_path: Path | None,
+    full: bool,
+) -> None:
+    """``show --timeline``: what was run, how the rollouts ended, one rollout's decisions
+    (JSON: schemas/timeline.schema.json, whole contexts included)."""
+    from otelcar.replay.timelines import load_timeline
+    from otelcar.report.timelines import timeline_report
+
+    timeline = load_timeline(ctx.obj["store"], trace_id, name)
+    kept = timeline.info.rollouts
+    chosen = rollout if rollout is not None else (kept[0].rollout if kept else 0)
+    path = timeline.path(chosen)
+    if parquet_path is not None:
+        timeline.rollout_steps(chosen).write_parquet(parquet_path)
+        console(stderr=True).print(f"wrote rollout {chosen}'s steps to {parquet_path}")
+    decisions = [d.to_dict(context=as_json or full) for d in path.decisions]
+    if as_json:
+        emit_json({"timeline": timeline.info.to_dict(), "rollout": chosen, "decisions": decisions})
+        return
+    timeline_report(console(), timeline.info.to_dict(), chosen, decisions)
+    if full:
+        from otelcar.report.timelines import decision_details
+
+        for decision in decisions:
+            console().print(decision_details(decision))
 
 
 @click.command("records")

@@ -137,6 +137,15 @@ def replay_command(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write every rollout's steps to this Parquet file.",
 )
+@click.option(
+    "--save",
+    "save_name",
+    metavar="NAME",
+    help="Keep the rollouts in the store as the timeline NAME (`otelcar timelines`, "
+    "`otelcar diff`, `otelcar show --timeline`).",
+)
+@click.option("--overwrite", is_flag=True, help="With --save: replace a timeline of that name.")
+@click.option("--note", help="With --save: a line kept with the timeline.")
 @executor_options()
 @source_option()
 @click.pass_context
@@ -151,13 +160,27 @@ def rollout_command(
     seed: int | None,
     as_json: bool,
     parquet_path: Path | None,
+    save_name: str | None,
+    overwrite: bool,
+    note: str | None,
     executor: str | None,
     ray_address: str | None,
 ) -> None:
-    """Run an intervention plan on a trace R times and report how often it fails."""
+    """Run an intervention plan on a trace R times and report how often it fails; with
+    --save NAME, keep the rollouts as a named timeline to show and diff later."""
     from otelcar.replay import Environment, Plan, Resample, run_plan
 
-    run, config, _ = run_and_config(ctx, trace_id, config_path)
+    if (overwrite or note) and save_name is None:
+        raise click.UsageError("--overwrite and --note go with --save NAME")
+    if save_name is not None:
+        from otelcar.replay.timelines import check_name
+
+        check_name(save_name)
+    run, config, steps = run_and_config(ctx, trace_id, config_path)
+    if save_name is not None:  # before any rollout runs
+        from otelcar.replay.timelines import check_free
+
+        check_free(ctx.obj["store"], run.trace_id, save_name, overwrite=overwrite)
     plan = Plan.from_json(plan_path.read_text()) if plan_path else Plan()
     plan = plan + Plan(tuple(Resample(s) for s in resample_steps))
     if from_step is not None:
@@ -187,7 +210,24 @@ def rollout_command(
         )
     if parquet_path is not None:
         result.steps().write_parquet(parquet_path)
+    saved = None
+    if save_name is not None:
+        from otelcar.cli.timelines import save_rollouts
+
+        saved = save_rollouts(
+            ctx,
+            save_name,
+            result,
+            run=run,
+            config=config,
+            steps=steps,
+            seed=settings.seed_or(seed),
+            overwrite=overwrite,
+            note=note,
+        )
     summary = result.summary()
+    if saved is not None:
+        summary["timeline"] = saved.name
     if as_json:
         emit_json(summary)
         return
@@ -203,6 +243,12 @@ def rollout_command(
     )
     for error in summary["errors"][:10]:
         out.print(f"  {error}", style="yellow", highlight=False)
+    if saved is not None:
+        out.print(
+            f"kept as timeline {saved.name}: otelcar diff {run.trace_id[:12]} {saved.name}",
+            highlight=False,
+            markup=False,
+        )
 
 
 @click.command("attribute")

@@ -80,7 +80,8 @@ def report_command(
     """Turn JSON results back into an HTML or terminal report.
 
     RESULT_PATHS: an attribution (`attribute --json`), optionally with the `why` and `fix`
-    results of the same trace, or an aggregate (`aggregate --json`). A result written without
+    results of the same trace, or an aggregate (`aggregate --json`), or a diff (`diff
+    --json`). A result written without
     its timeline gets it from the store when the trace is there.
     """
     from otelcar.cli.common import console as _console
@@ -95,11 +96,18 @@ def report_command(
         if doc["kind"] in results:
             raise click.UsageError(f"two {doc['kind']} results given; give one of each kind")
         results[doc["kind"]] = doc
-    if "aggregate" in results and len(results) > 1:
-        raise click.UsageError("an aggregate result is reported on its own")
+    for alone in ("aggregate", "diff"):
+        if alone in results and len(results) > 1:
+            raise click.UsageError(
+                f"a{'n' if alone[0] == 'a' else ''} {alone} result is reported on its own"
+            )
     if html_path is not None:
         if "aggregate" in results:
             write_aggregate_html(html_path, results["aggregate"])
+        elif "diff" in results:
+            from otelcar.report.html_diff import write_diff_html
+
+            write_diff_html(html_path, results["diff"])
         else:
             steps = None
             main = results.get("attribution") or results.get("why") or results.get("fix") or {}

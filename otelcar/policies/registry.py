@@ -89,6 +89,19 @@ class PolicyRegistry:
     def keys(self) -> list[str]:
         return [*self._llm, *self._tool]
 
+    def describe(self) -> dict[str, str]:
+        """Each registered key → what answers it: the policy's class, with its model,
+        base URL or temperature when it has them (for records of what a rollout ran on)."""
+        out: dict[str, str] = {}
+        for key, policy in [*self._llm.items(), *self._tool.items()]:
+            facts = [
+                f"{name}={value}"
+                for name in ("model", "base_url", "temperature")
+                if (value := getattr(policy, name, None)) is not None
+            ]
+            out[key] = type(policy).__name__ + (f" ({', '.join(facts)})" if facts else "")
+        return out
+
     def llm(self, key: str) -> LLMPolicy:
         if key not in self._llm:
             raise PolicyError(

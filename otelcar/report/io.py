@@ -9,10 +9,15 @@ from typing import Any
 from otelcar.attribution.aggregate import AGGREGATE_VERSION
 from otelcar.attribution.steps.result import RESULT_VERSION
 from otelcar.errors import OtelcarError
+from otelcar.replay.divergence import DIFF_VERSION
 
 # kind → the version this otelcar writes and reads; kinds not listed (why, fix, …) are read
 # whatever their version, as optional parts of a report.
-KNOWN_VERSIONS = {"attribution": RESULT_VERSION, "aggregate": AGGREGATE_VERSION}
+KNOWN_VERSIONS = {
+    "attribution": RESULT_VERSION,
+    "aggregate": AGGREGATE_VERSION,
+    "diff": DIFF_VERSION,
+}
 
 
 class ReportError(OtelcarError):

@@ -85,6 +85,10 @@ def result_report(console: Console, doc: Mapping[str, Any]) -> None:
         attribution_report(console, dict(doc))
     elif kind == "aggregate":
         aggregate_report(console, doc)
+    elif kind == "diff":
+        from otelcar.report.timelines import diff_report
+
+        diff_report(console, doc)
     else:
         headline = f"{kind}: {doc.get('headline') or '(no headline)'}"
         console.print(untrusted_text(headline, style="bold"))

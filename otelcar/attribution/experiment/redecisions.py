@@ -16,7 +16,6 @@ A :class:`SameDecision` rule says whether a re-decision repeats the recorded dec
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from typing import Any, Protocol
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
+from otelcar.messages import canonical as canonical  # re-exported: its former home
+from otelcar.messages import describe_action as describe_action  # re-exported
 from otelcar.policies.base import LLMPolicy, PolicyUnavailable
 from otelcar.replay.engine import raise_if_mostly_failed
 from otelcar.replay.harness import BudgetExhausted, Environment, decision_request, derive_seed
@@ -37,24 +38,6 @@ Label = Callable[[Message, Sequence[Message], tuple[Any, ...]], str]
 
 class DecisionError(OtelcarError):
     """The decision cannot be re-decided or compared (no context, no rule, bad rule)."""
-
-
-def canonical(arguments: Any) -> str:
-    return (
-        arguments
-        if isinstance(arguments, str)
-        else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-    )
-
-
-def describe_action(action: Message | None) -> str:
-    """``name({arguments})`` per call, else ``answer: "text"``."""
-    if action is None:
-        return "(no action)"
-    if action.tool_calls:
-        return "; ".join(f"{c.name}({canonical(c.arguments)})" for c in action.tool_calls)
-    text = (action.content or "").strip().replace("\n", " ")
-    return f'answer: "{text[:120]}{"…" if len(text) > 120 else ""}"' if text else "(empty reply)"
 
 
 class SameDecision(Protocol):
