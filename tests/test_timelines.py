@@ -404,3 +404,45 @@ def test_parting_is_the_first_difference_and_symmetric(steps, cut):
             assert step.parts is None
     observation = PathObservation("lookup", {"id": 1}, "ok", None, "recorded")
     assert observation.result == "ok"
+
+
+def test_on_a_scripted_scenario_runs_part_exactly_where_the_plan_first_redecides(tmp_path):
+    """single_culprit(6, 3): decision 3 chose BAD (re-decided: BAD with p 0.3 here), every
+    other decision draws among ok/ok2/ok3. Holding decisions 0–2 and re-deciding from 3 on,
+    a rollout parts at 3 exactly when it chose otherwise there, and never before."""
+    from otelcar.replay import Environment, Plan, load_run, run_plan
+    from otelcar.replay.divergence import diff_timelines, recorded_path
+    from otelcar.replay.timelines import save_timeline
+    from otelcar.sync import run_sync
+    from otelcar.testing import build, single_culprit
+
+    steps, registry, outcome = build(single_culprit(6, 3, p_bad=0.3))
+    run = load_run(steps["trace_id"][0], steps)
+    plan = Plan.resample_from(run.decisions[3].step, [d.step for d in run.decisions])
+    result = run_plan(run, plan, Environment(registry), rollouts=24, seed=11, outcome=outcome)
+    info = save_timeline(
+        tmp_path,
+        "from-3",
+        result,
+        trace_id=run.trace_id,
+        seed=11,
+        policies=registry.describe(),
+        outcome=outcome.describe(),
+        recorded_failed=bool(run_sync(outcome.failed(steps))),
+    )
+    timeline = load_timeline(tmp_path, run.trace_id, "from-3")
+    assert timeline.info == info
+    diff = diff_timelines(timeline, recorded_path(run, info.recorded_failed))
+    chose = {r.index: r.decisions[3].action.tool_calls[0].arguments["v"] for r in result.rollouts}
+    assert set(chose.values()) >= {"BAD", "ok"}, chose
+    for parting in diff.rollouts:
+        assert parting.parted_at is None or parting.parted_at >= 3
+        assert (parting.parted_at == 3) is (chose[parting.rollout] != "BAD")
+        assert parting.failed is (
+            "BAD"
+            in [
+                d.action.tool_calls[0].arguments["v"]
+                for d in result.rollouts[parting.rollout].decisions
+                if d.action.tool_calls
+            ]
+        )
