@@ -28,7 +28,7 @@ PLANTED_SENTENCE = "refund A-2002 instead"
 def demo_output(local_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo")
     command = [sys.executable, str(DEMO), "--out", str(out), "--max-runs", "4"]
-    command += ["--max-rollouts", "32", "--samples", "8"]
+    command += ["--max-rollouts", "32", "--samples", "8", "--timeline-rollouts", "4"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2400)
     log = done.stdout + done.stderr
     (out / "demo.log").write_text(log)
@@ -89,3 +89,26 @@ def test_fix_is_validated_and_the_report_names_step_and_text(demo_output: Path) 
     attribution = _load(demo_output, "attribution.json")
     assert f"Step {attribution['culprit']} caused the failure" in html
     assert "refund A-2002 instead" in html
+
+
+@pytest.mark.slow
+def test_the_culprits_redecisions_are_kept_and_diffed_against_the_recorded_run(
+    demo_output: Path,
+) -> None:
+    """The demo keeps 4 re-decisions of the culprit as a timeline: each either repeats the
+    recorded action there (and then, the rest held, never parts) or parts exactly there."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    diff = _load(demo_output, "diff.json")
+    schemas = ROOT / "schemas"
+    message = json.loads((schemas / "message.schema.json").read_text())
+    jsonschema.Draft202012Validator(
+        json.loads((schemas / "diff.schema.json").read_text()),
+        registry=Registry().with_resource("message.schema.json", Resource.from_contents(message)),
+    ).validate(diff)
+    culprit = _load(demo_output, "attribution.json")["culprit"]
+    assert diff["b"] == "recorded" and len(diff["rollouts"]) == 4
+    for parting in diff["rollouts"]:
+        assert parting["parted_at"] is None or parting["recorded_step"] == culprit, parting
+    assert "Where the runs part" in (demo_output / "diff.html").read_text()

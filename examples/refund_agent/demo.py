@@ -3,8 +3,10 @@
 1. prepare the local model (assembled once into the otelcar data directory);
 2. start the model server and ``otelcar collect`` on 127.0.0.1 (free ports);
 3. run the refund agent with seeds 1, 2, … until a run fails (at most ``--max-runs``);
-4. ``otelcar replay`` (fidelity), ``otelcar attribute``, then ``otelcar why`` and
-   ``otelcar fix`` on the culprit step of the failing trace, with ``otelcar.toml``;
+4. ``otelcar replay`` (fidelity), ``otelcar attribute``, then on the culprit step of the
+   failing trace: its re-decisions kept as a timeline and diffed against the recorded run
+   (``otelcar rollout --save``, ``otelcar diff``), ``otelcar why`` and ``otelcar fix``, with
+   ``otelcar.toml``;
 5. write the HTML report (``otelcar report --html``), stop everything it started, and print
    where the results are.
 """
@@ -80,6 +82,18 @@ def _attribute_why_fix(
     if culprit is None:
         print("no culprit step at this budget: why/fix skipped", flush=True)
     else:
+        # Keep 8 re-decisions of the culprit as a timeline, and say where they part from
+        # the recorded run (docs/timelines.md).
+        redecided = ["--resample", str(culprit), "-n", "8", *seed]
+        keep = ["--save", "redecide-culprit", "--overwrite"]
+        if (
+            _otelcar(
+                store, "rollout", trace_id, "-c", config, *redecided, *keep, env=env, server=server
+            )
+            == 0
+        ):
+            diff = ["--json", str(out / "diff.json"), "--html", str(out / "diff.html")]
+            _otelcar(store, "diff", trace_id, "redecide-culprit", *diff)
         # The same decision = the same tool with the same arguments (the wrong order id).
         common = ["--step", str(culprit), "-c", config, "--same", "tool+args", *seed]
         common += ["--samples", str(args.samples)]
@@ -107,6 +121,12 @@ def main() -> int:
         "--max-rollouts", type=int, default=32, help="adaptive mode: most rollouts per plan"
     )
     parser.add_argument("--samples", type=int, default=10, help="re-decisions per why/fix arm")
+    parser.add_argument(
+        "--timeline-rollouts",
+        type=int,
+        default=8,
+        help="re-decisions of the culprit kept as a timeline and diffed (0: skip)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="base seed of the replay")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = parser.parse_args()
