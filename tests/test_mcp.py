@@ -284,3 +284,67 @@ def test_list_filters_select_by_dialect_and_time(tmp_path: Path):
     ]
     with pytest.raises(QueryError, match="since"):
         list_traces(store, since="last tuesday")
+
+
+# Blocks its thread for each call, as a synchronous client of a slow model server does, and
+# counts its calls in a file.
+SLOW_POLICY = """
+import pathlib, time
+from otelcar.messages import Message, ToolCall
+
+COUNT = pathlib.Path(__file__).with_name("calls.txt")
+
+def decide(request):
+    time.sleep(0.15)
+    COUNT.write_text(str(int(COUNT.read_text() or 0) + 1) if COUNT.exists() else "1")
+    tools = [m for m in request.messages if m.role == "tool"]
+    if not tools:
+        return Message("assistant", None, (
+            ToolCall("lookup_order", {"order_id": "A-1001"}, "c1"),
+            ToolCall("get_refund_policy", {"category": "electronics"}, "c2")))
+    return Message("assistant", "This needs a manager's approval.")
+"""
+
+
+def test_a_run_with_a_blocking_policy_leaves_the_server_responsive_and_stops_when_cancelled(
+    tmp_path: Path,
+):
+    store, config = _project(tmp_path)
+    (tmp_path / "slow_policy.py").write_text(SLOW_POLICY)
+    config.write_text(config.read_text().replace("agent_policy:decide", "slow_policy:decide"))
+    params = StdioServerParameters(
+        command=sys.executable, args=_server_args(store, config), env=_env(), cwd=str(tmp_path)
+    )
+    calls = tmp_path / "calls.txt"
+
+    def count() -> int:
+        return int(calls.read_text() or 0) if calls.exists() else 0
+
+    async def main() -> None:
+        with anyio.fail_after(90), (tmp_path / "stderr.log").open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+
+                async def attribute() -> None:
+                    with anyio.move_on_after(4):  # then the client cancels the request
+                        await session.call_tool(
+                            "attribute", {"trace_id": NEW_CONTENT, "rollouts": 64}
+                        )
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(attribute)
+                    while count() < 3:  # the run is under way
+                        await anyio.sleep(0.05)
+                    # Another request while the policy blocks: answered between its calls.
+                    with anyio.fail_after(2):
+                        listed = await _call(session, "list_traces", limit=5)
+                    assert [t["trace_id"] for t in listed["traces"]] == [NEW_CONTENT]
+                stopped = count()
+                await anyio.sleep(1.5)  # 10 calls' time: the cancelled run makes at most 1
+                assert count() - stopped <= 1, (stopped, count())
+                assert stopped < 64 * 3  # it was stopped, not finished
+
+    anyio.run(main)

@@ -4,6 +4,10 @@ The same analyses as ``otelcar attribute``/``why``/``fix`` and the web console
 (:mod:`otelcar.analyses`), with the project's ``otelcar.toml`` (policies, outcome,
 ``[replay]`` settings and budget) read afresh for every run, and progress reported while
 they run: rollouts (or re-decisions) done and policy calls spent so far.
+
+Each run goes on a worker thread with an event loop of its own (:func:`in_worker`), so a
+synchronous policy or a long computation never stalls the server; a request the client
+cancels stops its run at the next policy call.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from otelcar.errors import OtelcarError
 from otelcar.project_config import ConfigError, ProjectConfig, load_config
+
+T = TypeVar("T")
 
 #: ``(done, message)`` → a progress notification to the client.
 SendProgress = Callable[[int, str], Awaitable[None]]
@@ -116,6 +122,49 @@ def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any
     return load_run(loaded.trace_id, loaded.steps), config, Environment(config.registry, budget)
 
 
+@dataclass
+class Live:
+    """The environment of a run in progress, once it is prepared: what progress reads
+    (policy calls so far) and what cancelling stops (its budget)."""
+
+    env: Any = None
+    cancelled: bool = False
+
+    def calls(self) -> int:
+        return 0 if self.env is None else int(self.env.accounting.llm_calls)
+
+    def cancel(self) -> None:
+        """No further policy call of the run (:meth:`~otelcar.replay.Budget.cancel`); a run
+        not prepared yet is cancelled as soon as it is."""
+        self.cancelled = True
+        if self.env is not None:
+            self.env.budget.cancel()
+
+    def prepared(self, env: Any) -> Any:
+        self.env = env
+        if self.cancelled:
+            env.budget.cancel()
+        return env
+
+
+async def in_worker(work: Callable[[], Awaitable[T]], live: Live) -> T:
+    """``work()`` on a worker thread with an event loop of its own, so what blocks in it
+    (loading the trace, a synchronous policy, tool or outcome function, the statistics)
+    never stalls the server's loop: other requests, pings and progress go on meanwhile.
+
+    When the awaiting request is cancelled (the client's ``notifications/cancelled``),
+    :meth:`Live.cancel` stops the run at its next policy call and the request ends at once;
+    the thread finishes on its own and its result is dropped."""
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(None, lambda: asyncio.run(work()))  # type: ignore[arg-type]
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no warning
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        live.cancel()
+        raise
+
+
 async def attribute_trace(
     ctx: RunContext,
     trace_id: str,
@@ -134,21 +183,24 @@ async def attribute_trace(
     schemas/attribution.schema.json)``. Needs ``[outcome]`` in the config."""
     from otelcar.analyses import attribute_run
 
-    run, config, env = _prepare(ctx, trace_id, max_calls)
-    if config.outcome is None:
-        raise ConfigError(
-            f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as failure)"
-        )
-    ticker = Ticker(send, "rollouts", lambda: env.accounting.llm_calls)
-    with config.replay.executor_scope():
-        async with ticker.running():
+    live = Live()
+    ticker = Ticker(send, "rollouts", live.calls)
+
+    async def work() -> tuple[str, dict[str, Any]]:
+        run, config, env = _prepare(ctx, trace_id, max_calls)
+        if config.outcome is None:
+            raise ConfigError(
+                f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as "
+                "failure)"
+            )
+        with config.replay.executor_scope():
             result = await attribute_run(
                 run,
                 config,
                 budget=env.budget,
                 seed=seed,
                 on_rollout=ticker.tick,
-                env=env,
+                env=live.prepared(env),
                 confidence=confidence,
                 rollouts=rollouts,
                 first_look=first_look,
@@ -156,7 +208,10 @@ async def attribute_trace(
                 mode=mode,
                 refutation=refute,
             )
-    return run.trace_id, result.to_dict()
+        return run.trace_id, result.to_dict()
+
+    async with ticker.running():
+        return await in_worker(work, live)
 
 
 async def why_trace(
@@ -176,10 +231,12 @@ async def why_trace(
     ``(full trace id, result as schemas/why.schema.json)``."""
     from otelcar.analyses import why_run
 
-    run, config, env = _prepare(ctx, trace_id, max_calls)
-    ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
-    with config.replay.executor_scope():
-        async with ticker.running():
+    live = Live()
+    ticker = Ticker(send, "re-decisions", live.calls)
+
+    async def work() -> tuple[str, dict[str, Any]]:
+        run, config, env = _prepare(ctx, trace_id, max_calls)
+        with config.replay.executor_scope():
             result = await why_run(
                 run,
                 config,
@@ -187,13 +244,16 @@ async def why_trace(
                 budget=env.budget,
                 seed=seed,
                 on_sample=ticker.tick,
-                env=env,
+                env=live.prepared(env),
                 same=same,
                 samples=samples,
                 alpha=alpha,
                 fill=fill,
             )
-    return run.trace_id, result.to_dict()
+        return run.trace_id, result.to_dict()
+
+    async with ticker.running():
+        return await in_worker(work, live)
 
 
 async def fix_trace(
@@ -215,10 +275,12 @@ async def fix_trace(
     ``(full trace id, result as schemas/fix.schema.json)``."""
     from otelcar.analyses import fix_run
 
-    run, config, env = _prepare(ctx, trace_id, max_calls)
-    ticker = Ticker(send, "re-decisions", lambda: env.accounting.llm_calls)
-    with config.replay.executor_scope():
-        async with ticker.running():
+    live = Live()
+    ticker = Ticker(send, "re-decisions", live.calls)
+
+    async def work() -> tuple[str, dict[str, Any]]:
+        run, config, env = _prepare(ctx, trace_id, max_calls)
+        with config.replay.executor_scope():
             result = await fix_run(
                 run,
                 config,
@@ -226,7 +288,7 @@ async def fix_trace(
                 budget=env.budget,
                 seed=seed,
                 on_sample=ticker.tick,
-                env=env,
+                env=live.prepared(env),
                 same=same,
                 samples=samples,
                 alpha=alpha,
@@ -234,4 +296,7 @@ async def fix_trace(
                 forward=forward,
                 rollouts=rollouts,
             )
-    return run.trace_id, result.to_dict()
+        return run.trace_id, result.to_dict()
+
+    async with ticker.running():
+        return await in_worker(work, live)
