@@ -398,6 +398,9 @@ def test_parting_is_the_first_difference_and_symmetric(steps, cut):
     assert diff_paths(a, a).parted is None
     forward, backward = diff_paths(a, b).parted, diff_paths(b, a).parted
     assert (forward is None) == (backward is None)
+    early = diff_paths(a, b, until_parted=True).parted
+    assert (early is None) == (forward is None)
+    assert early is None or (early.index, early.parts) == (forward.index, forward.parts)
     if forward is not None:
         assert forward.index == backward.index and forward.parts == backward.parts
         for step in diff_paths(a, b).steps[: forward.index]:

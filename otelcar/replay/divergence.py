@@ -177,9 +177,10 @@ def _run_dict(path: RunPath) -> dict[str, Any]:
     }
 
 
-def diff_paths(a: RunPath, b: RunPath) -> PathDiff:
-    """Compare runs ``a`` and ``b`` position by position."""
-    steps = []
+def diff_paths(a: RunPath, b: RunPath, *, until_parted: bool = False) -> PathDiff:
+    """Compare runs ``a`` and ``b`` position by position (with ``until_parted``, only up
+    to the first position where they differ: enough to say where they part)."""
+    steps: list[StepDiff] = []
     for index in range(max(len(a.decisions), len(b.decisions))):
         x = a.decisions[index] if index < len(a.decisions) else None
         y = b.decisions[index] if index < len(b.decisions) else None
@@ -201,6 +202,8 @@ def diff_paths(a: RunPath, b: RunPath) -> PathDiff:
             )
         )
         steps.append(StepDiff(index, x, y, context, same))
+        if until_parted and steps[-1].parts is not None:
+            break
     return PathDiff(a, b, tuple(steps))
 
 
@@ -330,7 +333,7 @@ def diff_timelines(
         other = b_path
         if isinstance(b, Timeline) and index != b_rollout and index in b_indexes:
             other = b.path(index)
-        parted = diff_paths(path, other).parted
+        parted = diff_paths(path, other, until_parted=True).parted
         side = None if parted is None else (parted.a or parted.b)
         partings.append(
             RolloutParting(
