@@ -157,6 +157,9 @@ def test_schema_command_lists_files(run):
         "why.schema.json",
         "fix.schema.json",
         "aggregate.schema.json",
+        "timelines-list.schema.json",
+        "timeline.schema.json",
+        "diff.schema.json",
     ]
 
 
