@@ -206,3 +206,37 @@ def test_a_store_reads_what_another_writer_derived_since(tmp_path: Path) -> None
     assert reader.steps(NEW_CONTENT).height == 7
     assert reader.spans(NEW_CONTENT).height == writer.spans(NEW_CONTENT).height > 0
     assert reader.traces()["trace_id"].to_list() == [NEW_CONTENT]
+
+
+def test_the_trace_index_grows_by_parts_and_merges_to_the_same_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A build writes only the index rows of the traces it touched (not the whole index
+    again); merged every few builds, the index is the one a single import builds, and parts
+    a crash left behind after a merge change nothing."""
+    import otelcar.store.derived as derived_module
+    import otelcar.store.store as store_module
+
+    reference = Store(tmp_path / "reference")
+    import_files([OTLP], store=reference)
+    monkeypatch.setattr(store_module, "BUILD_LIMIT_BYTES", 1)  # one build per record
+    monkeypatch.setattr(derived_module, "TRACES_COMPACT_PARTS", 4)
+    store = Store(tmp_path / "s")
+    import_files([OTLP], store=store)
+    derived = store.derived
+    assert derived.state.next_build > 8  # several merges happened
+    assert len(derived.parts("traces")) < 4 and (derived.directory / "traces.parquet").exists()
+    assert_frame_equal(store.traces().drop("build_id"), reference.traces().drop("build_id"))
+    assert_frame_equal(store.steps(), reference.steps())
+
+    monkeypatch.setattr(derived_module, "TRACES_COMPACT_PARTS", 10**6)
+    import_files(
+        [OTLP / "new_content.traces.jsonl", OTLP / "legacy_content.logs.jsonl"], store=store
+    )
+    kept = {p.name: p.read_bytes() for p in derived.parts("traces")}
+    before = store.traces()
+    assert derived.compact_traces(at_least=1) and derived.parts("traces") == []
+    for name, data in kept.items():  # a crash between the merge and removing its parts
+        (derived.directory / "traces" / name).write_bytes(data)
+    assert_frame_equal(Store(tmp_path / "s").traces(), before)
+    assert derived.known_traces([NEW_CONTENT, "f" * 32]) == {NEW_CONTENT}

@@ -1,10 +1,18 @@
 """Derived tables of a store: records, spans, logs, steps (Parquet parts) and the trace index.
 
 Everything here can be rebuilt from the raw segments (``otelcar reindex``). Each
-materialization is one *build* that writes ``{records,spans,logs,steps}/build-NNNNNN.parquet``;
-``traces.parquet`` names, per trace, the build holding its current steps; ``state.json``
-records how far each raw segment has been materialized. ``state.json`` is written last, so a
-build interrupted by a crash is simply redone (its part files are overwritten).
+materialization is one *build* that writes ``{records,spans,logs,steps}/build-NNNNNN.parquet``
+and ``traces/build-NNNNNN.parquet``: the index rows of the traces it touched, each naming the
+build that holds its current steps. ``state.json`` records how far each raw segment has been
+materialized. ``state.json`` is written last, so a build interrupted by a crash is simply
+redone (its part files are overwritten), and its parts are invisible until then.
+
+The trace index is ``traces.parquet`` (the index as of some build) plus the committed
+``traces/`` parts after it, a trace's latest row winning. A build writes only its own rows,
+never the whole index again: once :data:`TRACES_COMPACT_PARTS` parts have gathered, the merged
+index is written to ``traces.parquet`` (whole, renamed into place) and the parts it covers are
+removed. A crash between the two leaves parts that repeat what the base holds: harmless, as
+the latest row of a trace is the same either way.
 """
 
 from __future__ import annotations
@@ -29,12 +37,15 @@ from otelcar.store.tables import (
 )
 
 LAYOUT_VERSION = 1
+#: Committed trace-index parts that make :meth:`DerivedTables.compact_traces` merge them.
+TRACES_COMPACT_PARTS = 32
 STEPS_PART_SCHEMA = pl.Schema({**STEPS_SCHEMA, "build_id": pl.Int64})
 TABLES = {
     "records": RECORDS_SCHEMA,
     "spans": SPANS_SCHEMA,
     "logs": LOGS_SCHEMA,
     "steps": STEPS_PART_SCHEMA,
+    "traces": TRACES_SCHEMA,
 }
 
 
@@ -112,16 +123,64 @@ class DerivedTables:
         return pl.scan_parquet(paths, schema=TABLES[table])
 
     # -- the trace index ---------------------------------------------------------------
-    def traces(self) -> pl.DataFrame:
-        path = self.directory / "traces.parquet"
-        if not path.exists():
-            return pl.DataFrame(schema=TRACES_SCHEMA)
-        return pl.read_parquet(path, schema=TRACES_SCHEMA)
+    def _index_sources(self) -> list[Path]:
+        base = self.directory / "traces.parquet"
+        return ([base] if base.exists() else []) + self.parts("traces")
 
-    def write_traces(self, df: pl.DataFrame) -> None:
-        write_parquet_atomic(
-            df.sort("start_ns", "trace_id", nulls_last=True), self.directory / "traces.parquet"
+    def _scan_index(self, sources: list[Path]) -> pl.LazyFrame:
+        """Every trace's latest index row from ``sources`` (the base, then parts)."""
+        if not sources:
+            return pl.LazyFrame(schema=TRACES_SCHEMA)
+        rows = pl.scan_parquet(sources, schema=TRACES_SCHEMA)
+        if len(sources) == 1:
+            return rows
+        return rows.sort("build_id", maintain_order=True).unique(
+            "trace_id", keep="last", maintain_order=True
         )
+
+    def traces(self) -> pl.DataFrame:
+        """The trace index (:data:`TRACES_SCHEMA`), oldest first."""
+        for attempt in range(3):
+            try:
+                index = self._scan_index(self._index_sources()).collect()
+                break
+            except FileNotFoundError:  # parts merged and removed meanwhile: list them again
+                if attempt == 2:
+                    raise
+        return index.sort("start_ns", "trace_id", nulls_last=True)
+
+    def known_traces(self, trace_ids: Iterable[str]) -> set[str]:
+        """Which of ``trace_ids`` the index already holds (reads only its ``trace_id``s)."""
+        ids = list(trace_ids)
+        sources = self._index_sources()
+        if not ids or not sources:
+            return set()
+        found = (
+            pl.scan_parquet(sources, schema=TRACES_SCHEMA)
+            .select("trace_id")
+            .filter(pl.col("trace_id").is_in(ids))
+            .unique()
+            .collect()
+        )
+        return set(found["trace_id"].to_list())
+
+    def write_traces(self, build_id: int, summaries: list[dict[str, Any]]) -> None:
+        """Build ``build_id``'s index rows (the traces it touched), as a part."""
+        self.write_part("traces", build_id, summaries)
+
+    def compact_traces(self, *, at_least: int | None = None) -> bool:
+        """Merge the committed index parts into ``traces.parquet`` once there are
+        ``at_least`` (default :data:`TRACES_COMPACT_PARTS`) of them; call after
+        ``state.json`` is written. Whether it merged."""
+        parts = self.parts("traces")
+        if len(parts) < (TRACES_COMPACT_PARTS if at_least is None else at_least):
+            return False
+        base = self.directory / "traces.parquet"
+        merged = self._scan_index(([base] if base.exists() else []) + parts).collect()
+        write_parquet_atomic(merged.sort("start_ns", "trace_id", nulls_last=True), base)
+        for part in parts:
+            part.unlink(missing_ok=True)
+        return True
 
     def record_ids(self) -> set[str]:
         return set(self.scan("records").select("record_id").collect()["record_id"].to_list())

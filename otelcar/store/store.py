@@ -30,7 +30,6 @@ from otelcar.config import default_store_path
 from otelcar.errors import StoreBusy, StoreError, TraceNotFound
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord
-from otelcar.schema import TRACES_SCHEMA
 from otelcar.sources import LoadedTrace, TraceFilter, filter_index
 from otelcar.store.decoding import decode_counted
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
@@ -275,13 +274,11 @@ class Store:
                 )
             record_rows.append(row)
 
-        index = derived.traces()
         affected = {s.trace_id for s in spans} | {log.trace_id for log in logs if log.trace_id}
         report.logs_without_trace = sum(1 for log in logs if not log.trace_id)
-        indexed = set(index["trace_id"].to_list())
-        earlier = affected & indexed
+        earlier = derived.known_traces(affected)
         report.traces = affected
-        report.new_traces = len(affected - indexed)
+        report.new_traces = len(affected - earlier)
         all_spans = derived.load_spans(earlier, before=build_id) + spans
         all_logs = derived.load_logs(earlier, before=build_id) + logs
 
@@ -298,14 +295,7 @@ class Store:
             summaries.append({**built.summary, "build_id": build_id})
         if step_rows:
             derived.write_part("steps", build_id, step_rows)
-        if affected:
-            updated = pl.concat(
-                [
-                    index.filter(~pl.col("trace_id").is_in(list(affected))),
-                    pl.DataFrame(summaries, schema=TRACES_SCHEMA),
-                ]
-            )
-            derived.write_traces(updated)
+        derived.write_traces(build_id, summaries)
         for frame in frames:
             end = frame.offset + frame.length
             if end > state.materialized.get(frame.segment, 0):
@@ -313,6 +303,7 @@ class Store:
         state.next_build = build_id + 1
         state.next_seq = seq
         derived.save_state()
+        derived.compact_traces()
         return report
 
     # -- reading -----------------------------------------------------------------------------
