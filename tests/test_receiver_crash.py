@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -135,3 +136,44 @@ def test_a_collector_that_cannot_start_is_a_clear_error(tmp_path: Path):
     with pytest.raises(CollectorStartError, match="exited with status") as caught:
         start_collect(not_a_store, tmp_path / "ready.json", stdout=subprocess.PIPE)
     assert "file" in str(caught.value)
+
+
+# Starts a derivation child on a store, prints its pid, then waits to be killed.
+ORPHAN_PARENT = """
+import sys, time
+from otelcar import Store
+from otelcar.receiver.derivation import Derivation
+derivation = Derivation(Store(sys.argv[1]), every_s=0.1)
+derivation.start()
+print(derivation._worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_derivation_child_stops_when_its_receiver_is_killed(tmp_path: Path):
+    """SIGKILL gives the receiver no chance to stop its child: the child notices that its
+    parent is gone and exits (it used to derive on, an orphan, until the machine stopped)."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN_PARENT, str(tmp_path / "store")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.1)
+    alive = _alive(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the derivation child outlived its killed receiver"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False

@@ -9,7 +9,8 @@ process (one core, no child).
 
 Either way derivation is :meth:`otelcar.store.Store.catch_up`: the store's locks and its
 state file make it safe beside the receiver's appends, and a derivation cut short (the
-receiver killed) is redone from the raw records by the next writer.
+receiver killed) is redone from the raw records by the next writer. A child whose receiver
+is gone (killed with SIGKILL, say) notices within a second and stops.
 :meth:`Derivation.lag_bytes` is how many bytes of raw records wait to be derived (measured
 at most :data:`LAG_MAX_AGE_S` ago); the receiver refuses new batches while it exceeds its
 bound (backpressure).
@@ -21,6 +22,7 @@ import contextlib
 import logging
 import math
 import multiprocessing
+import os
 import threading
 import time
 from pathlib import Path
@@ -60,8 +62,21 @@ def derive_until_stopped(store: TraceSink, stop: Any, every_s: float, errors: An
             stop.wait(every_s)
 
 
-def _child_main(root: str, stop: Any, every_s: float, errors: Any) -> None:
+def _stop_when_orphaned(stop: Any, parent: int, every_s: float = 0.5) -> None:
+    """Set ``stop`` once the process that started this one is gone (killed, crashed): a
+    derivation child never outlives its receiver."""
+    while not stop.wait(every_s):
+        if os.getppid() != parent:
+            log.warning("the receiver (pid %d) is gone: derivation stops", parent)
+            stop.set()
+
+
+def _child_main(root: str, stop: Any, every_s: float, errors: Any, parent: int) -> None:
     logging.basicConfig(level=logging.WARNING, format="otelcar derive: %(message)s")
+    watch = threading.Thread(
+        target=_stop_when_orphaned, args=(stop, parent), name="otelcar-orphan", daemon=True
+    )
+    watch.start()
     with contextlib.suppress(KeyboardInterrupt):  # the receiver's Ctrl-C reaches it too
         derive_until_stopped(Store(Path(root)), stop, every_s, errors)
 
@@ -95,7 +110,7 @@ class Derivation:
             self._errors = self._context.Value("i", 0)
             self._worker = self._context.Process(
                 target=_child_main,
-                args=(str(self.store.root), self._stop, self.every_s, self._errors),
+                args=(str(self.store.root), self._stop, self.every_s, self._errors, os.getpid()),
                 name="otelcar-derive",
                 daemon=True,
             )
