@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otelcar.project_config import config_schema_document
+from otelcar.report.pairs_schema import pairs_schema_document
 from otelcar.report.schemas import (
     aggregate_schema_document,
     attribution_schema_document,
@@ -41,6 +42,7 @@ SCHEMA_FILES: dict[str, Callable[[], dict[str, Any]]] = {
     "timelines-list.schema.json": timelines_list_schema_document,
     "timeline.schema.json": timeline_schema_document,
     "diff.schema.json": diff_schema_document,
+    "pairs.schema.json": pairs_schema_document,
 }
 
 

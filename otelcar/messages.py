@@ -103,6 +103,21 @@ class Message:
         }
 
     @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        """Inverse of :meth:`to_dict` (arguments as decoded values)."""
+        return cls(
+            role=data["role"],
+            content=data.get("content"),
+            tool_calls=tuple(
+                ToolCall(c.get("name"), c.get("arguments"), c.get("id"))
+                for c in data.get("tool_calls") or ()
+            ),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            reasoning=data.get("reasoning"),
+        )
+
+    @classmethod
     def from_row(cls, row: dict[str, Any]) -> Message:
         return cls(
             role=row["role"],

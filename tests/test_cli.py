@@ -160,6 +160,7 @@ def test_schema_command_lists_files(run):
         "timelines-list.schema.json",
         "timeline.schema.json",
         "diff.schema.json",
+        "pairs.schema.json",
     ]
 
 

@@ -34,6 +34,7 @@ COMMANDS = {
     "attribute": "otelcar.cli.replay:attribute_command",
     "timelines": "otelcar.cli.timelines:timelines_command",
     "diff": "otelcar.cli.timelines:diff_command",
+    "export": "otelcar.cli.export:export_group",
     "why": "otelcar.cli.repair:why_command",
     "fix": "otelcar.cli.repair:fix_command",
     "test": "otelcar.cli.repair:test_command",

@@ -283,6 +283,11 @@ def fix_schema_document() -> dict[str, Any]:
             "verdict": verdict,
             "instead": {"type": "object"},
             "alternative": {"type": ["string", "null"]},
+            "alternative_action": {
+                "type": ["object", "null"],
+                "description": "the most common good action under the fix, whole (a message "
+                "of schemas/message.schema.json)",
+            },
         },
     }
     forward = {

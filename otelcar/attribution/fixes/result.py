@@ -35,6 +35,8 @@ class DecisionCheck:
     instead: dict[str, int] = field(default_factory=dict)
     alternative: str | None = None
     confidence: float = 0.95
+    #: The most common good action, whole (``Message.to_dict()``), for preference pairs.
+    alternative_action: dict[str, Any] | None = None
 
     @property
     def rate(self) -> float:
@@ -65,6 +67,7 @@ class DecisionCheck:
             "verdict": self.verdict,
             "instead": self.instead,
             "alternative": self.alternative,
+            "alternative_action": self.alternative_action,
         }
 
 

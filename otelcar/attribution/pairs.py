@@ -1,0 +1,346 @@
+"""Preference pairs: what attribution and validated fixes learned, as training data.
+
+A pair is one decision's recorded context (messages and tools), the action the agent should
+not take there (``rejected``: the recorded action, which the evidence shows leads to the
+failure) and one it should take (``chosen``), with the evidence that says so. Only evidence
+that is significant makes a pair:
+
+- **From a fix** (``otelcar fix`` result): every candidate whose verdict is PASS (its
+  re-decisions were bad significantly less often than unfixed ones, Holm-adjusted, on draws
+  of their own: :mod:`otelcar.attribution.fixes`) gives a pair. ``chosen`` is the most common
+  good action the agent took under the fix (``alternative_action``), or the action a
+  ``forced`` candidate forces. It costs no new policy call.
+- **From an attribution** (``otelcar attribute`` result with a culprit that was not
+  refuted): the rollouts that chose the culprit cannot also validate what to do there. So
+  the pairs are tested on **fresh** rollouts (seed stage ``pairs``). N rollouts re-decide
+  the culprit and every later decision; N more commit the recorded action there and
+  re-decide the rest. The rejected arm holds the second plan's rollouts plus the re-decided
+  ones that repeated the recorded action. Each other action taken at the culprit (calls and
+  arguments equal, or the same text up to case and spacing) gets a one-sided Fisher exact
+  test that its rollouts fail less often than the rejected arm's. The p-values are
+  Holm-adjusted over the actions of the trace. An action becomes a pair only when it is
+  significant at ``alpha`` and passed at least once (``chosen`` is then its message in a
+  passing rollout).
+
+Pairs are written in three line formats (:data:`FORMATS`, ``schemas/pairs.schema.json``):
+``otelcar`` (everything), ``dpo`` (TRL's conversational prompt/chosen/rejected) and ``chat``
+(a supervised chat fine-tuning line: the context then the chosen action). Messages are in
+the OpenAI chat form, as the resample policies send them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelcar.attribution.experiment.seeds import SeedSpace
+from otelcar.attribution.faithfulness import same_action
+from otelcar.attribution.stats import fisher_exact_greater, holm
+from otelcar.attribution.steps.curve import curve_plans
+from otelcar.errors import OtelcarError
+from otelcar.messages import Message, canonical, describe_action
+from otelcar.outcome import Outcome
+from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
+from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.engine import run_plan_async
+from otelcar.replay.harness import Budget, Environment, Rollout
+from otelcar.replay.plan import Do, Plan
+from otelcar.replay.recorded import RecordedDecision, RecordedRun
+
+PAIRS_VERSION = 1
+FORMATS = ("otelcar", "dpo", "chat")
+#: The seed stage of the fresh rollouts an attribution's pairs are tested on.
+PAIRS_STAGE = "pairs"
+
+
+class PairsError(OtelcarError):
+    """A result pairs cannot be made from (not an attribution or fix result, another trace,
+    a step that is not a decision)."""
+
+
+@dataclass(frozen=True)
+class PreferencePair:
+    """One decision's context, the action to avoid there, the action to take, and why."""
+
+    trace_id: str
+    step: int
+    decision: str
+    agent: str | None
+    messages: tuple[Message, ...]
+    tools: tuple[dict[str, Any], ...]
+    rejected: Message
+    chosen: Message
+    evidence: dict[str, Any]
+
+    def to_line(self, fmt: str = "otelcar") -> dict[str, Any]:
+        """The pair as one JSON line of format ``fmt`` (:data:`FORMATS`)."""
+        messages = to_openai_messages(self.messages, self.agent)
+        tools = to_openai_tools(self.tools) or []
+        (rejected,) = to_openai_messages([self.rejected], self.agent)
+        (chosen,) = to_openai_messages([self.chosen], self.agent)
+        if fmt == "otelcar":
+            return {
+                "format": "otelcar",
+                "version": PAIRS_VERSION,
+                "trace_id": self.trace_id,
+                "step": self.step,
+                "decision": self.decision,
+                "messages": messages,
+                "tools": tools,
+                "rejected": rejected,
+                "chosen": chosen,
+                "evidence": self.evidence,
+            }
+        if fmt == "dpo":
+            return {
+                "prompt": messages,
+                "chosen": [chosen],
+                "rejected": [rejected],
+                "tools": tools,
+                "evidence": self.evidence,
+            }
+        if fmt == "chat":
+            return {"messages": [*messages, chosen], "tools": tools, "evidence": self.evidence}
+        raise ValueError(f"unknown pair format {fmt!r}; known: {', '.join(FORMATS)}")
+
+
+@dataclass
+class PairsResult:
+    """The pairs made from one result, what kept others from being made, what it cost."""
+
+    pairs: list[PreferencePair] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    cost: dict[str, int] = field(default_factory=dict)
+
+
+def result_of(document: Any, *, where: str = "the result") -> dict[str, Any]:
+    """The analysis result in ``document``: an ``attribute --json`` or ``fix --json`` file's
+    content, or a kept run's record (``{"kind", "result", …}``); :class:`PairsError` for
+    anything else."""
+    if isinstance(document, Mapping) and isinstance(document.get("result"), Mapping):
+        document = document["result"]
+    if not isinstance(document, Mapping) or document.get("kind") not in ("attribution", "fix"):
+        kind = document.get("kind") if isinstance(document, Mapping) else type(document).__name__
+        raise PairsError(
+            f"{where} is not an attribution or fix result (kind {kind!r}): pairs come from "
+            "`otelcar attribute --json` and `otelcar fix --json` results, or kept runs"
+        )
+    if not isinstance(document.get("trace_id"), str):
+        raise PairsError(f"{where} names no trace (no 'trace_id')")
+    return dict(document)
+
+
+def _decision(run: RecordedRun, step: Any, where: str) -> RecordedDecision:
+    try:
+        decision = run.decision_at_step(int(step))
+    except (KeyError, TypeError, ValueError):
+        raise PairsError(
+            f"{where}: step {step!r} is not a decision of trace {run.trace_id}"
+        ) from None
+    return decision
+
+
+def _pair(
+    run: RecordedRun, decision: RecordedDecision, chosen: Message, evidence: dict[str, Any]
+) -> PreferencePair:
+    assert decision.context is not None and decision.action is not None
+    return PreferencePair(
+        trace_id=run.trace_id,
+        step=decision.step,
+        decision=decision.name,
+        agent=decision.agent,
+        messages=tuple(decision.context),
+        tools=run.request_tools(decision),
+        rejected=decision.action,
+        chosen=chosen,
+        evidence=evidence,
+    )
+
+
+def _usable(decision: RecordedDecision) -> str | None:
+    """Why no pair can be made at ``decision`` (None: one can)."""
+    if decision.context is None:
+        return f"step {decision.step}: its context was not captured"
+    if decision.action is None:
+        return f"step {decision.step}: its recorded action was not captured"
+    return None
+
+
+def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
+    """The pairs of a ``fix`` result: one per PASS candidate with a good action (see the
+    module docstring); the recorded run gives the context and the rejected action."""
+    out = PairsResult()
+    decision = _decision(run, fix.get("step"), "fix result")
+    if (why := _usable(decision)) is not None:
+        out.notes.append(why)
+        return out
+    seen: set[str] = set()
+    candidates = sorted(fix.get("candidates") or [], key=lambda c: c.get("name") != fix.get("best"))
+    for candidate in candidates:
+        name = candidate.get("name")
+        if candidate.get("verdict") != "PASS":
+            continue
+        chosen = _chosen_of(candidate)
+        if chosen is None:
+            out.notes.append(
+                f"fix '{name}' passed but took no good action to learn from "
+                "(no alternative_action: a fix result of an earlier otelcar?)"
+            )
+            continue
+        if same_action(chosen, decision.action):  # type: ignore[arg-type]
+            out.notes.append(f"fix '{name}': its good action is the recorded one; no pair")
+            continue
+        key = describe_action(chosen)
+        if key in seen:
+            continue
+        seen.add(key)
+        evidence = {
+            "source": "fix",
+            "fix": name,
+            "kind": candidate.get("kind"),
+            "description": candidate.get("description"),
+            "rule": candidate.get("rule"),
+            "decision": candidate.get("decision"),
+            "forward": candidate.get("forward"),
+            "confidence": fix.get("confidence"),
+            "alpha": fix.get("alpha"),
+        }
+        out.pairs.append(_pair(run, decision, chosen, evidence))
+    if not out.pairs and not out.notes:
+        out.notes.append(f"no fix of step {decision.step} passed: nothing to learn from")
+    return out
+
+
+def _chosen_of(candidate: Mapping[str, Any]) -> Message | None:
+    check = candidate.get("decision") or {}
+    if isinstance(check.get("alternative_action"), Mapping):
+        return Message.from_dict(check["alternative_action"])
+    if candidate.get("kind") == "forced" and candidate.get("plan"):
+        forced = [i for i in Plan.from_dict(candidate["plan"]).interventions if isinstance(i, Do)]
+        return forced[0].action if forced else None
+    return None
+
+
+def _action_key(action: Message | None) -> str:
+    """Actions that are the same decision (:func:`same_action`) share a key."""
+    if action is None:
+        return "(none)"
+    if action.tool_calls:
+        return "calls:" + "|".join(
+            sorted(f"{c.name}({canonical(c.arguments)})" for c in action.tool_calls)
+        )
+    return "text:" + " ".join((action.content or "").lower().split())
+
+
+@dataclass
+class _Arm:
+    failed: int = 0
+    n: int = 0
+    passing: Message | None = None
+
+    def add(self, failed: bool | None, action: Message | None) -> None:
+        if failed is None:
+            return
+        self.n += 1
+        self.failed += bool(failed)
+        if not failed and self.passing is None:
+            self.passing = action
+
+    def to_dict(self) -> dict[str, int]:
+        return {"failed": self.failed, "n": self.n}
+
+
+async def attribution_pairs_async(
+    run: RecordedRun,
+    attribution: Mapping[str, Any],
+    *,
+    registry: PolicyRegistry,
+    outcome: Outcome,
+    rollouts: int = 16,
+    seed: int = 0,
+    alpha: float = 0.05,
+    budget: Budget | None = None,
+    on_rollout: Callable[[Rollout], None] | None = None,
+) -> PairsResult:
+    """The pairs at an attribution's culprit, tested on fresh rollouts (see the module
+    docstring). ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage)."""
+    out = PairsResult()
+    if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
+        out.notes.append(f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair")
+        return out
+    refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
+    if refuted:
+        names = ", ".join(str(r.get("name")) for r in refuted)
+        out.notes.append(f"the culprit failed its refutation ({names}): no pair")
+        return out
+    decision = _decision(run, attribution["culprit"], "attribution result")
+    if (why := _usable(decision)) is not None:
+        out.notes.append(why)
+        return out
+    effect = next((s for s in attribution.get("steps") or [] if s.get("step") == decision.step), {})
+    steps = [d.step for d in run.decisions]
+    redecide = Plan.resample_from(decision.step, steps)
+    held = curve_plans(run)[decision.index]
+    env = Environment(registry, budget or Budget())
+    base_seed = SeedSpace(seed).stage(PAIRS_STAGE)
+    options = {"rollouts": rollouts, "seed": base_seed, "outcome": outcome}
+    fresh = await run_plan_async(run, redecide, env, on_rollout=on_rollout, **options)
+    committed = await run_plan_async(run, held, env, on_rollout=on_rollout, **options)
+    out.cost = env.accounting.to_dict()
+    rejected = _Arm()
+    for failed in committed.failures:
+        rejected.add(failed, decision.action)
+    groups: dict[str, _Arm] = {}
+    for r, failed in zip(fresh.rollouts, fresh.failures, strict=True):
+        if len(r.decisions) <= decision.index or r.decisions[decision.index].action is None:
+            continue
+        action = r.decisions[decision.index].action
+        if same_action(action, decision.action):  # type: ignore[arg-type]
+            rejected.add(failed, action)
+        else:
+            groups.setdefault(_action_key(action), _Arm()).add(failed, action)
+    lost = sum(f is None for f in fresh.failures) + sum(f is None for f in committed.failures)
+    if lost:
+        out.notes.append(f"{lost} fresh rollouts failed or were not judged (left out)")
+    tested = [(key, arm) for key, arm in groups.items() if arm.n]
+    if not tested:
+        out.notes.append(
+            f"no other action at step {decision.step} in {rollouts} fresh rollouts: no pair"
+        )
+        return out
+    p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for _, a in tested]
+    for (_key, arm), p, p_adjusted in zip(tested, p_values, holm(p_values), strict=True):
+        if p_adjusted >= alpha or arm.passing is None:
+            continue
+        evidence = {
+            "source": "attribution",
+            "step": decision.step,
+            "delta": effect.get("delta"),
+            "delta_ci": effect.get("delta_ci"),
+            "p_adjusted": effect.get("p_adjusted"),
+            "confidence": attribution.get("confidence"),
+            "refutation": [r.get("name") for r in attribution.get("refutations") or []],
+            "fresh": {
+                "seed_stage": PAIRS_STAGE,
+                "rollouts_per_plan": rollouts,
+                "rejected": rejected.to_dict(),
+                "chosen": arm.to_dict(),
+                "p": p,
+                "p_adjusted": p_adjusted,
+                "alpha": alpha,
+                "alternatives_tested": len(tested),
+            },
+        }
+        out.pairs.append(_pair(run, decision, arm.passing, evidence))
+    if not out.pairs:
+        shown = "; ".join(
+            f"{describe_action(a.passing) if a.passing else key}: {a.failed}/{a.n} failed"
+            for (key, a) in tested
+        )
+        out.notes.append(
+            f"no other action at step {decision.step} failed significantly less often than "
+            f"the recorded one ({rejected.failed}/{rejected.n} failed) on fresh rollouts "
+            f"(Holm-adjusted Fisher, alpha {alpha}): {shown}"
+        )
+    return out

@@ -1,0 +1,148 @@
+"""``otelcar export``: what otelcar learned, in other tools' formats. ``export pairs`` writes
+preference pairs (:mod:`otelcar.attribution.pairs`) from attribution and fix results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, TextColumn
+
+from otelcar.cli.common import console, run_and_config, stderr_progress
+from otelcar.cli.options import config_option, source_option
+
+
+@click.group("export")
+def export_group() -> None:
+    """Export what otelcar learned for other tools (preference pairs for fine-tuning)."""
+
+
+def _read(path: Path) -> Any:
+    from otelcar.attribution.pairs import PairsError
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PairsError(f"{path}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PairsError(f"{path}: not JSON ({exc})") from None
+
+
+@export_group.command("pairs")
+@click.argument(
+    "result_paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default="-",
+    show_default=True,
+    help="The JSONL file to write (- for stdout).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["otelcar", "dpo", "chat"]),
+    default="otelcar",
+    show_default=True,
+    help="otelcar: everything; dpo: prompt/chosen/rejected (TRL); chat: messages ending "
+    "with the chosen action (supervised chat fine-tuning). Every line carries its evidence.",
+)
+@click.option(
+    "--rollouts",
+    type=click.IntRange(min=4),
+    default=16,
+    show_default=True,
+    help="Attribution results: fresh rollouts per plan the pairs are tested on.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Attribution results: the pairs' significance level.",
+)
+@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@click.option("--budget", type=int, help="Most policy calls to spend.")
+@config_option("otelcar.toml with the policies and the outcome (attribution results).")
+@source_option()
+@click.pass_context
+def pairs_command(
+    ctx: click.Context,
+    result_paths: tuple[Path, ...],
+    output: Path,
+    fmt: str,
+    rollouts: int,
+    alpha: float,
+    seed: int | None,
+    budget: int | None,
+    config_path: Path | None,
+) -> None:
+    """Preference pairs (context, tools, rejected and chosen action, evidence) as JSONL,
+    from `otelcar fix --json` and `otelcar attribute --json` results or kept runs.
+
+    A fix's PASS candidates give pairs at no cost. An attribution's culprit gives pairs only
+    after its other actions fail significantly less often than the recorded one on fresh
+    rollouts (Holm-adjusted Fisher tests); the rollouts that chose the culprit are not reused
+    (docs/why-fix.md). Never a pair whose evidence is not significant.
+    """
+    from otelcar.attribution.pairs import attribution_pairs_async, fix_pairs, result_of
+    from otelcar.errors import OtelcarError
+    from otelcar.sync import run_sync
+
+    documents = [(path, result_of(_read(path), where=str(path))) for path in result_paths]
+    lines: list[dict[str, Any]] = []
+    err = console(stderr=True)
+    spent: dict[str, int] = {}
+    for path, doc in documents:
+        run, config, _ = run_and_config(ctx, doc["trace_id"], config_path)
+        if doc["kind"] == "fix":
+            made = fix_pairs(run, doc)
+        else:
+            if config.outcome is None:
+                raise OtelcarError(
+                    f"{path}: pairs from an attribution need the outcome: add [outcome] to "
+                    f"{config.path or 'otelcar.toml'} (or pass -c)"
+                )
+            settings = config.replay
+            with (
+                settings.executor_scope(),
+                stderr_progress(TextColumn("fresh rollouts"), BarColumn()) as progress,
+            ):
+                task = progress.add_task("pairs", total=2 * rollouts)
+                made = run_sync(
+                    attribution_pairs_async(
+                        run,
+                        doc,
+                        registry=config.registry,
+                        outcome=config.outcome,
+                        rollouts=rollouts,
+                        seed=settings.seed_or(seed),
+                        alpha=alpha,
+                        budget=settings.budget(budget),
+                        on_rollout=lambda _, task=task: progress.advance(task),
+                    )
+                )
+        for key, value in made.cost.items():
+            spent[key] = spent.get(key, 0) + value
+        lines.extend(pair.to_line(fmt) for pair in made.pairs)
+        err.print(f"{path}: {len(made.pairs)} pairs", highlight=False, markup=False)
+        for note in made.notes:
+            err.print(f"  note: {note}", style="yellow", highlight=False, markup=False)
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    if str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+    where = "stdout" if str(output) == "-" else str(output)
+    calls = spent.get("llm_calls", 0)
+    err.print(
+        f"{len(lines)} pairs ({fmt}) written to {where}; cost: {calls} policy calls",
+        highlight=False,
+        markup=False,
+    )

@@ -1,0 +1,179 @@
+"""Preference pairs (``otelcar export pairs``): from validated fixes and from attribution
+culprits tested on fresh rollouts; every line loads with schemas/pairs.schema.json and carries
+its evidence; no pair without significant evidence."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from otelcar.attribution.fixes.fix import fix
+from otelcar.attribution.pairs import (
+    FORMATS,
+    PairsError,
+    attribution_pairs_async,
+    fix_pairs,
+    result_of,
+)
+from otelcar.outcome import FunctionOutcome, ToolCalled
+from otelcar.sync import run_sync
+from tests.conftest import NEW_CONTENT
+from tests.test_attribution import imported_trace_with_policy
+from tests.test_why_fix import registry, run_of
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "schemas" / "pairs.schema.json").read_text())
+OUTCOME = '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\n'
+
+
+def _valid(line: dict) -> dict:
+    jsonschema.validate(json.loads(json.dumps(line)), SCHEMA)
+    return line
+
+
+def test_a_passing_fix_gives_a_pair_with_the_recorded_action_rejected():
+    run = run_of()
+    result = fix(
+        run, registry=registry(untrusted=0.0, guard=0.3), step=4, samples=20, seed=2
+    ).to_dict()
+    passed = [c for c in result["candidates"] if c["verdict"] == "PASS"]
+    assert passed and all(c["decision"]["alternative_action"] for c in passed)
+    made = fix_pairs(run, result)
+    assert made.pairs and made.cost == {}  # no new policy call
+    recorded = run.decision_at_step(4)
+    for pair in made.pairs:
+        assert pair.rejected == recorded.action and pair.messages == tuple(recorded.context)
+        assert pair.chosen.tool_calls[0].name != "issue_refund"
+        assert pair.evidence["source"] == "fix"
+        assert pair.evidence["decision"]["verdict"] == "PASS"
+        assert pair.evidence["decision"]["p_adjusted"] < result["alpha"]
+    first = made.pairs[0]
+    assert first.evidence["fix"] == result["best"]  # the best fix first
+    lines = {fmt: _valid(first.to_line(fmt)) for fmt in FORMATS}
+    assert lines["otelcar"]["rejected"]["tool_calls"][0]["function"]["name"] == "issue_refund"
+    assert lines["dpo"]["prompt"] == lines["otelcar"]["messages"]
+    assert lines["dpo"]["chosen"] == [lines["otelcar"]["chosen"]]
+    assert lines["chat"]["messages"] == [*lines["otelcar"]["messages"], lines["otelcar"]["chosen"]]
+    assert lines["otelcar"]["tools"] and all(t["type"] == "function" for t in lines["dpo"]["tools"])
+    assert all(line["evidence"] == first.evidence for line in lines.values())
+
+
+def test_a_fix_that_passed_nothing_gives_no_pair():
+    run = run_of()
+    result = fix(run, registry=registry(untrusted=None, guard=None), step=4, seed=1).to_dict()
+    for candidate in result["candidates"]:
+        if candidate["verdict"] == "PASS":  # keep only what did not pass
+            candidate["verdict"] = "FAIL"
+    made = fix_pairs(run, result)
+    assert made.pairs == [] and "nothing to learn from" in made.notes[0]
+
+
+def _attribution(step: int = 4, **extra) -> dict:
+    return {
+        "kind": "attribution",
+        "trace_id": NEW_CONTENT,
+        "verdict": "culprit",
+        "culprit": step,
+        "confidence": 0.95,
+        "steps": [{"step": step, "delta": 0.8, "delta_ci": [0.5, 1.0], "p_adjusted": 0.001}],
+        "refutations": [{"name": "fresh seeds", "passed": True}],
+        **extra,
+    }
+
+
+def _refund_project(tmp_path: Path):
+    from otelcar.project_config import load_config
+
+    runner, store, config = imported_trace_with_policy(tmp_path)
+    config.write_text(config.read_text() + OUTCOME)
+    sys.path.insert(0, str(tmp_path))
+    return runner, store, config, load_config(config)
+
+
+def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(tmp_path):
+    from otelcar.readers import read_otlp
+    from otelcar.replay import load_run
+    from tests.conftest import OTLP
+
+    _, _, _, config = _refund_project(tmp_path)
+    run = load_run(NEW_CONTENT, read_otlp(OTLP / "new_content.traces.jsonl"))
+    made = run_sync(
+        attribution_pairs_async(
+            run, _attribution(), registry=config.registry, outcome=config.outcome, seed=5
+        )
+    )
+    (pair,) = made.pairs  # the policy's one other action there: ask for approval
+    assert pair.rejected == run.decision_at_step(4).action
+    assert "approval" in pair.chosen.content
+    fresh = pair.evidence["fresh"]
+    assert fresh["seed_stage"] == "pairs" and fresh["rollouts_per_plan"] == 16
+    assert fresh["rejected"]["failed"] == fresh["rejected"]["n"] >= 16  # refunding fails
+    assert fresh["chosen"]["failed"] == 0 and fresh["chosen"]["n"] > 0
+    assert fresh["rejected"]["n"] + fresh["chosen"]["n"] == 32  # every fresh rollout used
+    assert fresh["p_adjusted"] < 0.05
+    assert made.cost["llm_calls"] > 0  # counted
+    _valid(pair.to_line("otelcar"))
+
+    # The same claim where no action helps (every run fails): the fresh rollouts refute it.
+    always = FunctionOutcome(lambda steps: True, name="always fails")
+    none = run_sync(
+        attribution_pairs_async(
+            run, _attribution(), registry=config.registry, outcome=always, seed=5
+        )
+    )
+    assert none.pairs == [] and "failed significantly less often" in none.notes[0]
+    for claim, why in (
+        (_attribution(verdict="locked-in", culprit=None), "no culprit"),
+        (_attribution(refutations=[{"name": "placebo", "passed": False}]), "refutation"),
+    ):
+        skipped = run_sync(
+            attribution_pairs_async(
+                run, claim, registry=config.registry, outcome=ToolCalled("issue_refund")
+            )
+        )
+        assert skipped.pairs == [] and why in skipped.notes[0] and skipped.cost == {}
+
+
+def test_anything_but_an_attribution_or_fix_result_is_a_clear_error():
+    with pytest.raises(PairsError, match="not an attribution or fix result"):
+        result_of({"kind": "why", "trace_id": "x"})
+    with pytest.raises(PairsError, match="not an attribution or fix result"):
+        result_of([1, 2])
+    kept = {"id": "fix-1", "kind": "fix", "result": {"kind": "fix", "trace_id": "abc"}}
+    assert result_of(kept)["trace_id"] == "abc"  # a kept run's record
+
+
+def test_cli_attribute_then_export_pairs_in_every_format(tmp_path):
+    runner, store, config, _ = _refund_project(tmp_path)
+    attribution = tmp_path / "attribution.json"
+    done = runner.invoke(
+        cli(), [*store, "attribute", NEW_CONTENT[:8], "-c", str(config), "--json", str(attribution)]
+    )
+    assert done.exit_code == 0, done.output
+    assert json.loads(attribution.read_text())["culprit"] == 4
+    for fmt in FORMATS:
+        out = tmp_path / f"pairs.{fmt}.jsonl"
+        exported = runner.invoke(
+            cli(),
+            [*store, "export", "pairs", str(attribution), "-c", str(config), "--format", fmt,
+             "-o", str(out)],
+        )  # fmt: skip
+        assert exported.exit_code == 0, exported.output
+        lines = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(lines) == 1 and all(_valid(line) for line in lines)
+        assert lines[0]["evidence"]["source"] == "attribution"
+        assert "1 pairs" in exported.output and "policy calls" in exported.output
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    bad = runner.invoke(cli(), [*store, "export", "pairs", str(garbage)])
+    assert bad.exit_code == 2 and "not JSON" in bad.output and "Traceback" not in bad.output
+
+
+def cli():
+    from otelcar.cli import cli as root
+
+    return root
