@@ -112,3 +112,23 @@ def test_the_culprits_redecisions_are_kept_and_diffed_against_the_recorded_run(
     for parting in diff["rollouts"]:
         assert parting["parted_at"] is None or parting["recorded_step"] == culprit, parting
     assert "Where the runs part" in (demo_output / "diff.html").read_text()
+
+
+@pytest.mark.slow
+def test_the_validated_fixes_are_exported_as_preference_pairs(demo_output: Path) -> None:
+    """Each PASS fix of the demo is a DPO line: the wrong refund rejected, its evidence kept."""
+    import jsonschema
+
+    schema = json.loads((ROOT / "schemas" / "pairs.schema.json").read_text())
+    fix = _load(demo_output, "fix.json")
+    lines = [json.loads(line) for line in (demo_output / "pairs.jsonl").read_text().splitlines()]
+    passed = [c for c in fix["candidates"] if c["verdict"] == "PASS"]
+    assert lines and len(lines) <= len(passed)
+    for line in lines:
+        jsonschema.validate(line, schema)
+        assert line["evidence"]["source"] == "fix" and line["evidence"]["fix"] in {
+            c["name"] for c in passed
+        }
+        (rejected,) = line["rejected"]
+        assert "A-2002" in json.dumps(rejected)  # the other customer's order
+

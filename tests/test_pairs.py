@@ -166,7 +166,7 @@ def test_cli_attribute_then_export_pairs_in_every_format(tmp_path):
         lines = [json.loads(line) for line in out.read_text().splitlines()]
         assert len(lines) == 1 and all(_valid(line) for line in lines)
         assert lines[0]["evidence"]["source"] == "attribution"
-        assert "1 pairs" in exported.output and "policy calls" in exported.output
+        assert "1 pair (" in exported.output and "policy calls" in exported.output
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     bad = runner.invoke(cli(), [*store, "export", "pairs", str(garbage)])

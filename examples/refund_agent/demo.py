@@ -5,8 +5,8 @@
 3. run the refund agent with seeds 1, 2, … until a run fails (at most ``--max-runs``);
 4. ``otelcar replay`` (fidelity), ``otelcar attribute``, then on the culprit step of the
    failing trace: its re-decisions kept as a timeline and diffed against the recorded run
-   (``otelcar rollout --save``, ``otelcar diff``), ``otelcar why`` and ``otelcar fix``, with
-   ``otelcar.toml``;
+   (``otelcar rollout --save``, ``otelcar diff``), ``otelcar why`` and ``otelcar fix``, and
+   the fixes as preference pairs (``otelcar export pairs``), with ``otelcar.toml``;
 5. write the HTML report (``otelcar report --html``), stop everything it started, and print
    where the results are.
 """
@@ -102,6 +102,9 @@ def _attribute_why_fix(
         fix_args = ["--json", str(fix), "--why-json", str(why)]
         if _otelcar(store, "fix", trace_id, *common, *fix_args, env=env, server=server) == 0:
             results += [str(why), str(fix)]
+            # The validated fixes as preference pairs (no model call: docs/why-fix.md).
+            pairs = ["-o", str(out / "pairs.jsonl"), "--format", "dpo"]
+            _otelcar(store, "export", "pairs", str(fix), "-c", config, *pairs)
     html = out / "report.html"
     _otelcar(store, "report", *results, "--html", str(html))
     print(f"\nresults in {out}: {', '.join(Path(r).name for r in results)}", flush=True)

@@ -15,6 +15,10 @@ from otelcar.cli.common import console, run_and_config, stderr_progress
 from otelcar.cli.options import config_option, source_option
 
 
+def _count(n: int) -> str:
+    return f"{n} pair" + ("" if n == 1 else "s")
+
+
 @click.group("export")
 def export_group() -> None:
     """Export what otelcar learned for other tools (preference pairs for fine-tuning)."""
@@ -131,7 +135,7 @@ def pairs_command(
         for key, value in made.cost.items():
             spent[key] = spent.get(key, 0) + value
         lines.extend(pair.to_line(fmt) for pair in made.pairs)
-        err.print(f"{path}: {len(made.pairs)} pairs", highlight=False, markup=False)
+        err.print(f"{path}: {_count(len(made.pairs))}", highlight=False, markup=False)
         for note in made.notes:
             err.print(f"  note: {note}", style="yellow", highlight=False, markup=False)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
@@ -142,7 +146,7 @@ def pairs_command(
     where = "stdout" if str(output) == "-" else str(output)
     calls = spent.get("llm_calls", 0)
     err.print(
-        f"{len(lines)} pairs ({fmt}) written to {where}; cost: {calls} policy calls",
+        f"{_count(len(lines))} ({fmt}) written to {where}; cost: {calls} policy calls",
         highlight=False,
         markup=False,
     )
