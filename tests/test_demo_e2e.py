@@ -131,4 +131,3 @@ def test_the_validated_fixes_are_exported_as_preference_pairs(demo_output: Path)
         }
         (rejected,) = line["rejected"]
         assert "A-2002" in json.dumps(rejected)  # the other customer's order
-
