@@ -50,6 +50,19 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+def write_json(value: Any, path: Path | None) -> bool:
+    """Write ``value`` as indented JSON to ``path`` (``-``: stdout; ``None``: nowhere); True
+    when it went to stdout (then nothing else should be printed there)."""
+    if path is None:
+        return False
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if str(path) == "-":
+        click.echo(text)
+        return True
+    Path(path).write_text(text + "\n", encoding="utf-8")
+    return False
+
+
 def open_store(ctx: click.Context, *, create: bool = False) -> Store:
     """The store chosen with ``--store`` (or ``$OTELCAR_HOME``)."""
     from otelcar.store import Store

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from rich.panel import Panel
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
+from otelcar.cli.common import write_json
 from otelcar.cli.options import (
     apply_fail_if,
     config_option,
@@ -86,18 +86,6 @@ def _progress(what: str) -> Progress:
     return stderr_progress(
         SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} re-decisions")
     )
-
-
-def _write_json(value: dict[str, Any], path: Path | None) -> bool:
-    """Write ``value``; True when it went to stdout (nothing else should be printed)."""
-    if path is None:
-        return False
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    if str(path) == "-":
-        click.echo(text)
-        return True
-    path.write_text(text + "\n", encoding="utf-8")
-    return False
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -264,7 +252,7 @@ def why_command(
                 full=full,
             )
         )
-    if _write_json(result.to_dict(), json_path):
+    if write_json(result.to_dict(), json_path):
         return
     render_why(_console(), result)
 
@@ -363,9 +351,9 @@ def fix_command(
                 rollouts=rollouts,
             )
         )
-    quiet = _write_json(result.to_dict(), json_path)
+    quiet = write_json(result.to_dict(), json_path)
     if why_json_path is not None and result.why is not None:
-        quiet = _write_json(result.why.to_dict(), why_json_path) or quiet
+        quiet = write_json(result.why.to_dict(), why_json_path) or quiet
     if not quiet:
         render_fix(_console(), result)
     if test_path is not None:

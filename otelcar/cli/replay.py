@@ -6,7 +6,6 @@ Loaded by :mod:`otelcar.cli` only when one of them runs.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from otelcar.cli.common import (
     emit_json,
     run_and_config,
     stderr_progress,
+    write_json,
 )
 from otelcar.cli.options import (
     apply_fail_if,
@@ -407,12 +407,8 @@ def attribute_command(
         )
     if html_path is not None:
         write_html(html_path, attribution=document)
-    if json_path is not None:
-        text = json.dumps(document, indent=2, ensure_ascii=False)
-        if str(json_path) == "-":
-            click.echo(text)
-            return
-        json_path.write_text(text + "\n", encoding="utf-8")
+    if json_path is not None and write_json(document, json_path):
+        return
     attribution_report(console(), result)
     if json_path is not None:
         console().print(f"result written to {json_path}", highlight=False)

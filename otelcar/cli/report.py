@@ -5,7 +5,6 @@ aggregate`` (the systematic weak step across many failing traces). Registered in
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
+from otelcar.cli.common import write_json
 from otelcar.cli.options import (
     apply_fail_if,
     config_option,
@@ -47,14 +47,6 @@ def parse_since(text: str, *, now: dt.datetime | None = None) -> int:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.UTC)
     return int(moment.timestamp() * 1e9)
-
-
-def _emit(path: Path, document: Any) -> None:
-    text = json.dumps(document, indent=2, ensure_ascii=False)
-    if str(path) == "-":
-        click.echo(text)
-    else:
-        path.write_text(text + "\n", encoding="utf-8")
 
 
 @click.command("report")
@@ -248,10 +240,8 @@ def aggregate_command(
     document = result.to_dict()
     if html_path is not None:
         write_aggregate_html(html_path, document)
-    if json_path is not None:
-        _emit(json_path, document)
-        if str(json_path) == "-":
-            return
+    if write_json(document, json_path):
+        return
     console = _console()
     aggregate_report(console, document)
     for path, what in ((json_path, "result"), (html_path, "report")):

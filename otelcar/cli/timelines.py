@@ -7,13 +7,12 @@ Timelines live in the local store (``--store``) whatever ``--source`` the trace 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from otelcar.cli.common import console, emit_json, load_trace
+from otelcar.cli.common import console, emit_json, load_trace, write_json
 from otelcar.cli.options import config_option, source_option
 
 
@@ -182,12 +181,8 @@ def diff_command(
         document["detail"] = diff.detail.to_dict(shared_steps=True)
     if html_path is not None:
         write_diff_html(html_path, document)
-    if json_path is not None:
-        text = json.dumps(document, indent=2, ensure_ascii=False)
-        if str(json_path) == "-":
-            click.echo(text)
-            return
-        json_path.write_text(text + "\n", encoding="utf-8")
+    if write_json(document, json_path):
+        return
     diff_report(console(), document)
     for path, what in ((json_path, "diff"), (html_path, "report")):
         if path is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from otelcar.report.markup import Safe, clip_label, el, join
-from otelcar.report.page import page
+from otelcar.report.page import page, toolbar
 
 
 def _outcome(failed: Any) -> Safe:
@@ -201,12 +201,7 @@ def render_diff_html(doc: Mapping[str, Any]) -> str:
                 "side's action and its tool results.",
                 class_="explain",
             ),
-            el(
-                "div",
-                el("button", "expand all", id="expand-all", type="button"),
-                el("button", "collapse all", id="collapse-all", type="button"),
-                class_="toolbar",
-            ),
+            toolbar(),
             *steps,
         ]
     )

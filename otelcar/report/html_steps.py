@@ -7,6 +7,7 @@ from typing import Any
 
 from otelcar.report.data import arguments_text, full_context
 from otelcar.report.markup import Safe, clip_label, el, highlight, join
+from otelcar.report.page import toolbar
 from otelcar.report.svg import interval, number
 from otelcar.report.view import ReportView, duration, pretty, tokens
 
@@ -189,12 +190,7 @@ def timeline_section_html(r: ReportView) -> Safe:
             "when it ran within the trace.",
             class_="explain",
         ),
-        el(
-            "div",
-            el("button", "expand all", id="expand-all", type="button"),
-            el("button", "collapse all", id="collapse-all", type="button"),
-            class_="toolbar",
-        ),
+        toolbar(),
         join(items),
         id="timeline",
     )

@@ -142,6 +142,16 @@ CSP = (
 )
 
 
+def toolbar() -> Safe:
+    """The "expand all" / "collapse all" buttons the page script wires to every step."""
+    return el(
+        "div",
+        el("button", "expand all", id="expand-all", type="button"),
+        el("button", "collapse all", id="collapse-all", type="button"),
+        class_="toolbar",
+    )
+
+
 def page(*, title: str, header: Safe, body: Safe, data: Any) -> str:
     """A whole HTML document: ``header`` and ``body`` are built markup, ``data`` is embedded
     as JSON for tools (``document.getElementById('otelcar-data')``)."""
