@@ -129,6 +129,7 @@ def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(t
     for claim, why in (
         (_attribution(verdict="locked-in", culprit=None), "no culprit"),
         (_attribution(refutations=[{"name": "placebo", "passed": False}]), "refutation"),
+        (_attribution(question="credit"), "credit attribution"),
     ):
         skipped = run_sync(
             attribution_pairs_async(

@@ -269,6 +269,12 @@ async def attribution_pairs_async(
     if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
         out.notes.append(f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair")
         return out
+    if attribution.get("question", "failure") != "failure":
+        out.notes.append(
+            "a credit attribution (a passing run): its step secured the success, so its "
+            "recorded action is not one to reject; no pair"
+        )
+        return out
     refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
     if refuted:
         names = ", ".join(str(r.get("name")) for r in refuted)
