@@ -13,7 +13,8 @@ PACKAGE = Path(otelcar.attribution.__file__).parent
 # Lower numbers are lower layers. ``why --step culprit`` runs ``attribute`` first (context
 # above steps); ``fix`` runs ``why`` first (fixes above context); ``aggregate`` attributes
 # many traces; ``reliability`` estimates a whole run's failure rate; ``faithfulness``
-# re-decides recorded decisions as ``why`` does. ``regression`` is the
+# re-decides recorded decisions as ``why`` does; ``pairs`` turns attribution and fix results
+# into training data (its fresh rollouts reuse the steps' plans). ``regression`` is the
 # import path of tests written by earlier versions (application-level: tests/test_layers.py).
 LEVELS = {
     "stats": 0,
@@ -24,6 +25,7 @@ LEVELS = {
     "reliability": 2,
     "faithfulness": 3,
     "aggregate": 5,
+    "pairs": 5,
     "regression": 6,
     "__init__": 6,
 }
