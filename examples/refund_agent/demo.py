@@ -82,16 +82,12 @@ def _attribute_why_fix(
     if culprit is None:
         print("no culprit step at this budget: why/fix skipped", flush=True)
     else:
-        # Keep 8 re-decisions of the culprit as a timeline, and say where they part from
-        # the recorded run (docs/timelines.md).
-        redecided = ["--resample", str(culprit), "-n", "8", *seed]
+        # Keep re-decisions of the culprit as a timeline, and say where they part from the
+        # recorded run (docs/timelines.md).
+        redecided = ["--resample", str(culprit), "-n", str(args.timeline_rollouts), *seed]
         keep = ["--save", "redecide-culprit", "--overwrite"]
-        if (
-            _otelcar(
-                store, "rollout", trace_id, "-c", config, *redecided, *keep, env=env, server=server
-            )
-            == 0
-        ):
+        rollout = ["rollout", trace_id, "-c", config, *redecided, *keep]
+        if args.timeline_rollouts and _otelcar(store, *rollout, env=env, server=server) == 0:
             diff = ["--json", str(out / "diff.json"), "--html", str(out / "diff.html")]
             _otelcar(store, "diff", trace_id, "redecide-culprit", *diff)
         # The same decision = the same tool with the same arguments (the wrong order id).
