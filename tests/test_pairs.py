@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from otelcar.attribution import attribute
 from otelcar.attribution.fixes.fix import fix
 from otelcar.attribution.pairs import (
     FORMATS,
@@ -20,7 +21,9 @@ from otelcar.attribution.pairs import (
     result_of,
 )
 from otelcar.outcome import FunctionOutcome, ToolCalled
+from otelcar.replay import load_run
 from otelcar.sync import run_sync
+from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT
 from tests.test_attribution import imported_trace_with_policy
 from tests.test_why_fix import registry, run_of
@@ -137,6 +140,39 @@ def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(t
             )
         )
         assert skipped.pairs == [] and why in skipped.notes[0] and skipped.cost == {}
+
+
+def _attributed(scenario: synthetic.Scenario, seed: int = 1):
+    """A scripted scenario's run, registry and outcome, and its ``attribute`` result."""
+    steps, registry, outcome = synthetic.build(scenario)
+    run = load_run(synthetic.TRACE_ID, steps)
+    result = attribute(run, registry=registry, outcome=outcome, seed=seed).to_dict()
+    return run, registry, outcome, result
+
+
+def test_the_fresh_arms_are_independent_rollouts_and_the_counts_are_theirs():
+    # The culprit's re-decisions repeat its recorded (BAD) action 70% of the time: were the
+    # held arm's rollouts seeded as the re-decided ones, each repeat would be a held rollout
+    # replayed from the cache and counted twice in the rejected arm.
+    run, registry, outcome, result = _attributed(synthetic.single_culprit(6, 3, p_bad=0.7))
+    assert result["verdict"] == "culprit" and result["culprit"] == run.decisions[3].step
+    seen = []
+    made = run_sync(
+        attribution_pairs_async(
+            run, result, registry=registry, outcome=outcome, seed=3, on_rollout=seen.append
+        )
+    )
+    assert made.cost["cache_hits"] == 0  # no rollout of one arm is another's again
+    assert sorted(r.index for r in seen) == list(range(32))
+    redecided = [r for r in seen if r.index < 16]
+    values = [r.decisions[3].action.tool_calls[0].arguments["v"] for r in redecided]
+    (pair,) = made.pairs  # the scenario's one other action there: "ok"
+    assert pair.chosen.tool_calls[0].arguments == {"i": 3, "v": "ok"}
+    fresh = pair.evidence["fresh"]
+    assert fresh["rejected"] == {"failed": 16 + values.count("BAD"), "n": 16 + values.count("BAD")}
+    assert fresh["chosen"] == {"failed": 0, "n": values.count("ok")}
+    assert 0 < values.count("ok") < 16 and fresh["p_adjusted"] < 0.05
+    assert made.cost["rollouts_run"] == 32
 
 
 def test_anything_but_an_attribution_or_fix_result_is_a_clear_error():

@@ -285,14 +285,17 @@ async def attribution_pairs_async(
         out.notes.append(why)
         return out
     effect = next((s for s in attribution.get("steps") or [] if s.get("step") == decision.step), {})
-    steps = [d.step for d in run.decisions]
-    redecide = Plan.resample_from(decision.step, steps)
-    held = curve_plans(run)[decision.index]
+    plans = curve_plans(run)
     env = Environment(registry, budget or Budget())
-    base_seed = SeedSpace(seed).stage(PAIRS_STAGE)
-    options = {"rollouts": rollouts, "seed": base_seed, "outcome": outcome}
-    fresh = await run_plan_async(run, redecide, env, on_rollout=on_rollout, **options)
-    committed = await run_plan_async(run, held, env, on_rollout=on_rollout, **options)
+    options = {"seed": SeedSpace(seed).stage(PAIRS_STAGE), "outcome": outcome}
+    options |= {"rollouts": rollouts, "on_rollout": on_rollout}
+    # Rollout r's seeds are derived from (seed, r): a re-decision of rollout r that repeats
+    # the recorded action would replay held rollout r exactly (from the request cache) and
+    # count it twice. So the held plan takes the rollouts rollouts..2·rollouts−1.
+    fresh = await run_plan_async(run, plans[decision.index - 1], env, **options)
+    committed = await run_plan_async(
+        run, plans[decision.index], env, first_rollout=rollouts, **options
+    )
     out.cost = env.accounting.to_dict()
     rejected = _Arm()
     for failed in committed.failures:
