@@ -21,7 +21,7 @@ from otelcar.attribution.pairs import (
     result_of,
 )
 from otelcar.outcome import FunctionOutcome, ToolCalled
-from otelcar.replay import load_run
+from otelcar.replay import Budget, load_run
 from otelcar.sync import run_sync
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT
@@ -99,7 +99,6 @@ def _refund_project(tmp_path: Path):
 
 def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(tmp_path):
     from otelcar.readers import read_otlp
-    from otelcar.replay import load_run
     from tests.conftest import OTLP
 
     _, _, _, config = _refund_project(tmp_path)
@@ -118,6 +117,7 @@ def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(t
     assert fresh["chosen"]["failed"] == 0 and fresh["chosen"]["n"] > 0
     assert fresh["rejected"]["n"] + fresh["chosen"]["n"] == 32  # every fresh rollout used
     assert fresh["p_adjusted"] < 0.05
+    assert pair.evidence["refutation"] == {"passed": True, "names": ["fresh seeds"]}
     assert made.cost["llm_calls"] > 0  # counted
     _valid(pair.to_line("otelcar"))
 
@@ -173,6 +173,22 @@ def test_the_fresh_arms_are_independent_rollouts_and_the_counts_are_theirs():
     assert fresh["chosen"] == {"failed": 0, "n": values.count("ok")}
     assert 0 < values.count("ok") < 16 and fresh["p_adjusted"] < 0.05
     assert made.cost["rollouts_run"] == 32
+
+
+def test_a_budget_bounds_the_fresh_rollouts_and_cuts_both_arms():
+    run, registry, outcome, result = _attributed(synthetic.single_culprit(6, 3))
+    made = run_sync(
+        attribution_pairs_async(
+            run, result, registry=registry, outcome=outcome, seed=3, budget=Budget(max_calls=40)
+        )
+    )
+    assert made.cost["llm_calls"] == 40
+    redecided, held = (n for n in made.notes if "budget ran out" in n)
+    assert "re-deciding" in redecided and "holding" in held
+    assert "16 of 16" not in held  # the held arm was not starved by the other one
+    for pair in made.pairs:
+        fresh = pair.evidence["fresh"]
+        assert fresh["rejected"]["n"] + fresh["chosen"]["n"] < 32
 
 
 def test_anything_but_an_attribution_or_fix_result_is_a_clear_error():

@@ -30,6 +30,7 @@ the OpenAI chat form, as the resample policies send them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from otelcar.attribution.faithfulness import same_action
 from otelcar.attribution.stats import fisher_exact_greater, holm
 from otelcar.attribution.steps.curve import curve_plans
 from otelcar.errors import OtelcarError
-from otelcar.messages import Message, canonical, describe_action
+from otelcar.messages import Message, describe_action
 from otelcar.outcome import Outcome
 from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
 from otelcar.policies.registry import PolicyRegistry
@@ -175,7 +176,7 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
     if (why := _usable(decision)) is not None:
         out.notes.append(why)
         return out
-    seen: set[str] = set()
+    seen: list[Message] = []
     candidates = sorted(fix.get("candidates") or [], key=lambda c: c.get("name") != fix.get("best"))
     for candidate in candidates:
         name = candidate.get("name")
@@ -191,10 +192,9 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
         if same_action(chosen, decision.action):  # type: ignore[arg-type]
             out.notes.append(f"fix '{name}': its good action is the recorded one; no pair")
             continue
-        key = describe_action(chosen)
-        if key in seen:
-            continue
-        seen.add(key)
+        if any(same_action(chosen, other) for other in seen):
+            continue  # a pair already made, by a better fix
+        seen.append(chosen)
         evidence = {
             "source": "fix",
             "fix": name,
@@ -222,19 +222,12 @@ def _chosen_of(candidate: Mapping[str, Any]) -> Message | None:
     return None
 
 
-def _action_key(action: Message | None) -> str:
-    """Actions that are the same decision (:func:`same_action`) share a key."""
-    if action is None:
-        return "(none)"
-    if action.tool_calls:
-        return "calls:" + "|".join(
-            sorted(f"{c.name}({canonical(c.arguments)})" for c in action.tool_calls)
-        )
-    return "text:" + " ".join((action.content or "").lower().split())
-
-
 @dataclass
 class _Arm:
+    """Fresh rollouts that took one action at the decision: how many failed of how many
+    were judged, and the action as taken in the first passing one."""
+
+    action: Message | None = None
     failed: int = 0
     n: int = 0
     passing: Message | None = None
@@ -251,6 +244,89 @@ class _Arm:
         return {"failed": self.failed, "n": self.n}
 
 
+def _arm_of(arms: list[_Arm], action: Message) -> _Arm:
+    """The arm of ``action`` (:func:`same_action` as one of theirs), new if none is."""
+    for arm in arms:
+        if arm.action is not None and same_action(action, arm.action):
+            return arm
+    arms.append(_Arm(action))
+    return arms[-1]
+
+
+#: Fresh rollouts run per plan at a time: the two plans advance together, so a budget too
+#: small for both cuts both arms alike (not the second plan's whole arm).
+CHUNK = 8
+
+Judged = list[tuple[Rollout, bool | None]]
+
+
+async def _fresh_rollouts(
+    run: RecordedRun,
+    decision: RecordedDecision,
+    env: Environment,
+    outcome: Outcome,
+    rollouts: int,
+    seed: int,
+    on_rollout: Callable[[Rollout], None] | None,
+) -> tuple[Judged, Judged]:
+    """``rollouts`` judged rollouts re-deciding ``decision`` and every later decision, and as
+    many holding it at its recorded action (:func:`curve_plans`' ``P_{k−1}`` and ``P_k``).
+
+    Rollout r's seeds are derived from (seed, r): a re-decision of rollout r that repeats the
+    recorded action would replay held rollout r exactly (from the request cache) and count it
+    twice. So the re-deciding plan takes rollouts 0..N−1 of the ``pairs`` stage, the holding
+    plan N..2N−1."""
+    plans = curve_plans(run)
+    redecide, hold = plans[decision.index - 1], plans[decision.index]
+    options = {"seed": SeedSpace(seed).stage(PAIRS_STAGE), "outcome": outcome}
+    options |= {"on_rollout": on_rollout, "concurrency": CHUNK}
+    fresh: Judged = []
+    held: Judged = []
+    for start in range(0, rollouts, CHUNK):
+        count = min(CHUNK, rollouts - start)
+        done = await asyncio.gather(
+            run_plan_async(run, redecide, env, rollouts=count, first_rollout=start, **options),
+            run_plan_async(
+                run, hold, env, rollouts=count, first_rollout=rollouts + start, **options
+            ),
+        )
+        for judged, result in zip((fresh, held), done, strict=True):
+            judged.extend(zip(result.rollouts, result.failures, strict=True))
+    return fresh, held
+
+
+def _lost(judged: Judged) -> str | None:
+    """Why some rollouts were left out of the counts (None: none was)."""
+    lost = [r for r, failed in judged if failed is None]
+    if not lost:
+        return None
+    budget = sum(r.status == "budget" for r in lost)
+    failed = sum(r.status == "failed" for r in lost)
+    counts = {
+        "stopped when the budget ran out": budget,
+        "failed": failed,
+        "were not judged": len(lost) - budget - failed,
+    }
+    why = [f"{n} {what}" for what, n in counts.items() if n]
+    return f"{len(lost)} of {len(judged)} were left out ({', '.join(why)})"
+
+
+def _no_claim(attribution: Mapping[str, Any]) -> str | None:
+    """Why ``attribution`` makes no claim pairs can test (None: it does)."""
+    if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
+        return f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair"
+    if attribution.get("question", "failure") != "failure":
+        return (
+            "a credit attribution (a passing run): its step secured the success, so its "
+            "recorded action is not one to reject; no pair"
+        )
+    refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
+    if refuted:
+        names = ", ".join(str(r.get("name")) for r in refuted)
+        return f"the culprit failed its refutation ({names}): no pair"
+    return None
+
+
 async def attribution_pairs_async(
     run: RecordedRun,
     attribution: Mapping[str, Any],
@@ -263,93 +339,81 @@ async def attribution_pairs_async(
     budget: Budget | None = None,
     on_rollout: Callable[[Rollout], None] | None = None,
 ) -> PairsResult:
-    """The pairs at an attribution's culprit, tested on fresh rollouts (see the module
-    docstring). ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage)."""
+    """The pairs at an attribution's culprit, tested on ``2 · rollouts`` fresh rollouts (see
+    the module docstring), every policy call counted in ``cost`` and bounded by ``budget``.
+    ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage). A result with no
+    culprit, a refuted one or a credit question gives no pair, a note and no cost."""
     out = PairsResult()
-    if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
-        out.notes.append(f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair")
-        return out
-    if attribution.get("question", "failure") != "failure":
-        out.notes.append(
-            "a credit attribution (a passing run): its step secured the success, so its "
-            "recorded action is not one to reject; no pair"
-        )
-        return out
-    refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
-    if refuted:
-        names = ", ".join(str(r.get("name")) for r in refuted)
-        out.notes.append(f"the culprit failed its refutation ({names}): no pair")
+    if (why := _no_claim(attribution)) is not None:
+        out.notes.append(why)
         return out
     decision = _decision(run, attribution["culprit"], "attribution result")
     if (why := _usable(decision)) is not None:
         out.notes.append(why)
         return out
-    effect = next((s for s in attribution.get("steps") or [] if s.get("step") == decision.step), {})
-    plans = curve_plans(run)
+    recorded: Message = decision.action  # type: ignore[assignment]  # _usable checked it
     env = Environment(registry, budget or Budget())
-    options = {"seed": SeedSpace(seed).stage(PAIRS_STAGE), "outcome": outcome}
-    options |= {"rollouts": rollouts, "on_rollout": on_rollout}
-    # Rollout r's seeds are derived from (seed, r): a re-decision of rollout r that repeats
-    # the recorded action would replay held rollout r exactly (from the request cache) and
-    # count it twice. So the held plan takes the rollouts rollouts..2·rollouts−1.
-    fresh = await run_plan_async(run, plans[decision.index - 1], env, **options)
-    committed = await run_plan_async(
-        run, plans[decision.index], env, first_rollout=rollouts, **options
-    )
+    fresh, held = await _fresh_rollouts(run, decision, env, outcome, rollouts, seed, on_rollout)
     out.cost = env.accounting.to_dict()
-    rejected = _Arm()
-    for failed in committed.failures:
-        rejected.add(failed, decision.action)
-    groups: dict[str, _Arm] = {}
-    for r, failed in zip(fresh.rollouts, fresh.failures, strict=True):
+    for arm, done in (("re-deciding", fresh), ("holding", held)):
+        if (lost := _lost(done)) is not None:
+            out.notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")
+    rejected = _Arm(recorded)
+    for _, failed in held:
+        rejected.add(failed, recorded)
+    others: list[_Arm] = []
+    for r, failed in fresh:
         if len(r.decisions) <= decision.index or r.decisions[decision.index].action is None:
             continue
         action = r.decisions[decision.index].action
-        if same_action(action, decision.action):  # type: ignore[arg-type]
-            rejected.add(failed, action)
-        else:
-            groups.setdefault(_action_key(action), _Arm()).add(failed, action)
-    lost = sum(f is None for f in fresh.failures) + sum(f is None for f in committed.failures)
-    if lost:
-        out.notes.append(f"{lost} fresh rollouts failed or were not judged (left out)")
-    tested = [(key, arm) for key, arm in groups.items() if arm.n]
+        arm = rejected if same_action(action, recorded) else _arm_of(others, action)
+        arm.add(failed, action)
+    tested = [arm for arm in others if arm.n]
     if not tested:
         out.notes.append(
             f"no other action at step {decision.step} in {rollouts} fresh rollouts: no pair"
         )
         return out
-    p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for _, a in tested]
-    for (_key, arm), p, p_adjusted in zip(tested, p_values, holm(p_values), strict=True):
-        if p_adjusted >= alpha or arm.passing is None:
+    p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for a in tested]
+    evidence = _attribution_evidence(attribution, decision.step)
+    for arm, p, p_adjusted in zip(tested, p_values, holm(p_values), strict=True):
+        if p_adjusted > alpha or arm.passing is None:
             continue
-        evidence = {
-            "source": "attribution",
-            "step": decision.step,
-            "delta": effect.get("delta"),
-            "delta_ci": effect.get("delta_ci"),
-            "p_adjusted": effect.get("p_adjusted"),
-            "confidence": attribution.get("confidence"),
-            "refutation": [r.get("name") for r in attribution.get("refutations") or []],
-            "fresh": {
-                "seed_stage": PAIRS_STAGE,
-                "rollouts_per_plan": rollouts,
-                "rejected": rejected.to_dict(),
-                "chosen": arm.to_dict(),
-                "p": p,
-                "p_adjusted": p_adjusted,
-                "alpha": alpha,
-                "alternatives_tested": len(tested),
-            },
+        fresh_evidence = {
+            "seed_stage": PAIRS_STAGE,
+            "rollouts_per_plan": rollouts,
+            "rejected": rejected.to_dict(),
+            "chosen": arm.to_dict(),
+            "p": p,
+            "p_adjusted": p_adjusted,
+            "alpha": alpha,
+            "alternatives_tested": len(tested),
         }
-        out.pairs.append(_pair(run, decision, arm.passing, evidence))
+        out.pairs.append(_pair(run, decision, arm.passing, {**evidence, "fresh": fresh_evidence}))
     if not out.pairs:
-        shown = "; ".join(
-            f"{describe_action(a.passing) if a.passing else key}: {a.failed}/{a.n} failed"
-            for (key, a) in tested
-        )
+        shown = "; ".join(f"{describe_action(a.action)}: {a.failed}/{a.n} failed" for a in tested)
         out.notes.append(
             f"no other action at step {decision.step} failed significantly less often than "
             f"the recorded one ({rejected.failed}/{rejected.n} failed) on fresh rollouts "
-            f"(Holm-adjusted Fisher, alpha {alpha}): {shown}"
+            f"(Holm-adjusted Fisher, alpha {alpha}), or it never passed: {shown}"
         )
     return out
+
+
+def _attribution_evidence(attribution: Mapping[str, Any], step: int) -> dict[str, Any]:
+    """What the attribution itself says of the culprit at ``step`` (its rollouts chose it)."""
+    effect = next((s for s in attribution.get("steps") or [] if s.get("step") == step), {})
+    checks = attribution.get("refutations") or []
+    return {
+        "source": "attribution",
+        "step": step,
+        "delta": effect.get("delta"),
+        "delta_ci": effect.get("delta_ci"),
+        "p_adjusted": effect.get("p_adjusted"),
+        "confidence": attribution.get("confidence"),
+        # passed: None when the attribution ran without its refutation.
+        "refutation": {
+            "passed": all(r.get("passed") for r in checks) if checks else None,
+            "names": [r.get("name") for r in checks],
+        },
+    }

@@ -82,7 +82,17 @@ def pairs_schema_document() -> dict[str, Any]:
             "delta_ci": {"type": ["array", "null"], "items": {"type": "number"}},
             "p_adjusted": {"type": ["number", "null"]},
             "confidence": {"type": ["number", "null"]},
-            "refutation": {"type": "array", "items": {"type": ["string", "null"]}},
+            "refutation": {
+                "type": "object",
+                "required": ["passed", "names"],
+                "properties": {
+                    "passed": {
+                        "type": ["boolean", "null"],
+                        "description": "every refutation check passed (null: none was run)",
+                    },
+                    "names": {"type": "array", "items": {"type": ["string", "null"]}},
+                },
+            },
             "fresh": {
                 "type": "object",
                 "required": ["seed_stage", "rollouts_per_plan", "rejected", "chosen", "p"],
