@@ -48,6 +48,7 @@ from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.plan import Do, Plan
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
+from otelcar.sync import synchronous
 
 PAIRS_VERSION = 1
 FORMATS = ("otelcar", "dpo", "chat")
@@ -119,7 +120,12 @@ def result_of(document: Any, *, where: str = "the result") -> dict[str, Any]:
     """The analysis result in ``document``: an ``attribute --json`` or ``fix --json`` file's
     content, or a kept run's record (``{"kind", "result", …}``); :class:`PairsError` for
     anything else."""
-    if isinstance(document, Mapping) and isinstance(document.get("result"), Mapping):
+    if isinstance(document, Mapping) and "result" in document:  # a kept run's record
+        if document.get("status", "done") != "done" or not isinstance(document["result"], Mapping):
+            raise PairsError(
+                f"{where} is a kept {document.get('kind')} run that did not finish (status "
+                f"{document.get('status')!r}): it has no result to make pairs from"
+            )
         document = document["result"]
     if not isinstance(document, Mapping) or document.get("kind") not in ("attribution", "fix"):
         kind = document.get("kind") if isinstance(document, Mapping) else type(document).__name__
@@ -176,7 +182,7 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
     if (why := _usable(decision)) is not None:
         out.notes.append(why)
         return out
-    seen: list[Message] = []
+    seen: list[tuple[str, Message]] = []  # the pairs made: fix name, chosen action
     candidates = sorted(fix.get("candidates") or [], key=lambda c: c.get("name") != fix.get("best"))
     for candidate in candidates:
         name = candidate.get("name")
@@ -184,17 +190,24 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
             continue
         chosen = _chosen_of(candidate)
         if chosen is None:
-            out.notes.append(
-                f"fix '{name}' passed but took no good action to learn from "
-                "(no alternative_action: a fix result of an earlier otelcar?)"
+            older = "alternative_action" not in (candidate.get("decision") or {})
+            why = (
+                "its result has no alternative_action (written by an earlier otelcar: run "
+                "`otelcar fix` again)"
+                if older
+                else "none of its good re-decisions took an action"
             )
+            out.notes.append(f"fix '{name}' passed but gives no good action to learn from: {why}")
             continue
         if same_action(chosen, decision.action):  # type: ignore[arg-type]
             out.notes.append(f"fix '{name}': its good action is the recorded one; no pair")
             continue
-        if any(same_action(chosen, other) for other in seen):
-            continue  # a pair already made, by a better fix
-        seen.append(chosen)
+        if (made := next((n for n, a in seen if same_action(chosen, a)), None)) is not None:
+            out.notes.append(
+                f"fix '{name}' passed with the good action of fix '{made}': one pair for both"
+            )
+            continue
+        seen.append((name, chosen))
         evidence = {
             "source": "fix",
             "fix": name,
@@ -347,6 +360,13 @@ async def attribution_pairs_async(
     if (why := _no_claim(attribution)) is not None:
         out.notes.append(why)
         return out
+    judged_by = attribution.get("outcome")
+    if judged_by is not None and judged_by != outcome.describe():
+        raise PairsError(
+            f"the attribution judged its rollouts by {judged_by!r}, the pairs would be judged "
+            f"by {outcome.describe()!r}: its culprit is a claim about the first; pass the "
+            "outcome it used"
+        )
     decision = _decision(run, attribution["culprit"], "attribution result")
     if (why := _usable(decision)) is not None:
         out.notes.append(why)
@@ -417,3 +437,57 @@ def _attribution_evidence(attribution: Mapping[str, Any], step: int) -> dict[str
             "names": [r.get("name") for r in checks],
         },
     }
+
+
+def needs_rollouts(result: Mapping[str, Any]) -> bool:
+    """Whether pairs from ``result`` (as :func:`result_of` returns it) run fresh rollouts
+    (so need policies and an outcome): an attribution with a claim to test."""
+    return result.get("kind") == "attribution" and _no_claim(result) is None
+
+
+async def export_pairs_async(
+    run: RecordedRun,
+    *,
+    result: Any,
+    registry: PolicyRegistry | None = None,
+    outcome: Outcome | None = None,
+    rollouts: int = 16,
+    seed: int = 0,
+    alpha: float = 0.05,
+    budget: Budget | None = None,
+    on_rollout: Callable[[Rollout], None] | None = None,
+) -> PairsResult:
+    """The preference pairs of ``result`` on its recorded ``run``: an ``attribute`` or
+    ``fix`` result (its ``to_dict()`` or JSON file content) or a kept run's record.
+
+    A fix's PASS candidates give pairs at no cost (:func:`fix_pairs`); an attribution's
+    culprit gives the pairs that ``2 · rollouts`` fresh rollouts find significant at
+    ``alpha`` (:func:`attribution_pairs_async`: it needs ``registry`` and the ``outcome``
+    the attribution used). :class:`PairsError` when ``result`` is neither kind, is of
+    another trace, or needs rollouts and has no ``registry`` or ``outcome``."""
+    document = result_of(result)
+    if document["trace_id"] != run.trace_id:
+        raise PairsError(
+            f"the result is of trace {document['trace_id']}, the run of {run.trace_id}"
+        )
+    if document["kind"] == "fix":
+        return fix_pairs(run, document)
+    if needs_rollouts(document) and (registry is None or outcome is None):
+        raise PairsError(
+            "pairs from an attribution's culprit are tested on fresh rollouts: they need the "
+            "policies (registry) and the outcome the attribution used"
+        )
+    return await attribution_pairs_async(
+        run,
+        document,
+        registry=registry,  # type: ignore[arg-type]  # checked above when it is used
+        outcome=outcome,  # type: ignore[arg-type]
+        rollouts=rollouts,
+        seed=seed,
+        alpha=alpha,
+        budget=budget,
+        on_rollout=on_rollout,
+    )
+
+
+export_pairs = synchronous(export_pairs_async, name="export_pairs")
