@@ -37,7 +37,11 @@ def _read(path: Path) -> Any:
 
 @export_group.command("pairs")
 @click.argument(
-    "result_paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+    "result_paths",
+    nargs=-1,
+    required=True,
+    metavar="RESULT...",
+    type=click.Path(dir_okay=False, path_type=Path),
 )
 @click.option(
     "-o",
@@ -72,7 +76,9 @@ def _read(path: Path) -> Any:
     help="Attribution results: the pairs' significance level.",
 )
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
-@click.option("--budget", type=int, help="Most policy calls to spend.")
+@click.option(
+    "--budget", type=int, help="Most policy calls to spend (attribution results' rollouts)."
+)
 @config_option("otelcar.toml with the policies and the outcome (attribution results).")
 @fail_if_option(
     "Attribution results: the outcome rule the attribution used, if not [outcome] "
@@ -97,8 +103,9 @@ def pairs_command(
 
     A fix's PASS candidates give pairs at no cost. An attribution's culprit gives pairs only
     after its other actions fail significantly less often than the recorded one on fresh
-    rollouts (Holm-adjusted Fisher tests); the rollouts that chose the culprit are not reused
-    (docs/why-fix.md). Never a pair whose evidence is not significant.
+    rollouts (Holm-adjusted Fisher tests), judged by the outcome the attribution used; the
+    rollouts that chose the culprit are not reused (docs/why-fix.md). Never a pair whose
+    evidence is not significant.
     """
     from otelcar.attribution.pairs import export_pairs_async, needs_rollouts, result_of
     from otelcar.cost import policy_calls_text
