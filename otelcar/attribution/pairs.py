@@ -12,13 +12,18 @@ that is significant makes a pair:
   ``forced`` candidate forces. It costs no new policy call.
 - **From an attribution** (``otelcar attribute`` result with a culprit that was not
   refuted): the rollouts that chose the culprit cannot also validate what to do there. So
-  the pairs are tested on **fresh** rollouts (seed stage ``pairs``). N rollouts re-decide
-  the culprit and every later decision; N more commit the recorded action there and
-  re-decide the rest. The rejected arm holds the second plan's rollouts plus the re-decided
-  ones that repeated the recorded action. Each other action taken at the culprit (calls and
-  arguments equal, or the same text up to case and spacing) gets a one-sided Fisher exact
-  test that its rollouts fail less often than the rejected arm's. The p-values are
-  Holm-adjusted over the actions of the trace. An action becomes a pair only when it is
+  the pairs are tested on **fresh** rollouts (seed stage ``pairs``), judged by the outcome
+  the attribution used (another one is refused: the culprit is a claim about that one). N
+  rollouts re-decide the culprit and every later decision (rollouts 0..N−1 of the stage);
+  N more commit the recorded action there and re-decide the rest (rollouts N..2N−1: with
+  the same seeds, a re-decision that repeats the recorded action would be a held rollout
+  again, served from the cache, and count twice). The two plans advance together, 8
+  rollouts at a time, so a budget that runs out cuts both arms. The rejected arm holds the
+  second plan's rollouts plus the re-decided ones that repeated the recorded action. Each
+  other action taken at the culprit (calls and arguments equal, or the same text up to case
+  and spacing: :func:`~otelcar.attribution.faithfulness.same_action`) gets a one-sided
+  Fisher exact test that its rollouts fail less often than the rejected arm's. The p-values
+  are Holm-adjusted over the actions of the trace. An action becomes a pair only when it is
   significant at ``alpha`` and passed at least once (``chosen`` is then its message in a
   passing rollout).
 
@@ -58,7 +63,8 @@ PAIRS_STAGE = "pairs"
 
 class PairsError(OtelcarError):
     """A result pairs cannot be made from (not an attribution or fix result, another trace,
-    a step that is not a decision)."""
+    a step that is not a decision), or an attribution's claim that cannot be tested as asked
+    (no policies or outcome, another outcome than the attribution's)."""
 
 
 @dataclass(frozen=True)
