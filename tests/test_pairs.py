@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from otelcar.attribution import attribute
+from otelcar.attribution.faithfulness import check_policy
 from otelcar.attribution.fixes.fix import fix
 from otelcar.attribution.pairs import (
     FORMATS,
@@ -179,6 +180,8 @@ def test_the_fresh_arms_are_independent_rollouts_and_the_counts_are_theirs():
     # replayed from the cache and counted twice in the rejected arm.
     run, registry, outcome, result = _attributed(synthetic.single_culprit(6, 3, p_bad=0.7))
     assert result["verdict"] == "culprit" and result["culprit"] == run.decisions[3].step
+    check = check_policy(run, registry=registry, samples=8, steps=[result["culprit"]])
+    result["policy_check"] = run_sync(check).to_dict()  # as the CLI's attribution does
     seen = []
     made = run_sync(
         attribution_pairs_async(
@@ -196,6 +199,10 @@ def test_the_fresh_arms_are_independent_rollouts_and_the_counts_are_theirs():
     assert fresh["chosen"] == {"failed": 0, "n": values.count("ok")}
     assert 0 < values.count("ok") < 16 and fresh["p_adjusted"] < 0.05
     assert made.cost["rollouts_run"] == 32
+    assert pair.evidence["policy_unfaithful"] is False  # it repeats BAD 70% of the time
+    del result["policy_check"]
+    again = run_sync(attribution_pairs_async(run, result, registry=registry, outcome=outcome))
+    assert again.pairs[0].evidence["policy_unfaithful"] is None  # not checked
 
 
 def test_a_budget_bounds_the_fresh_rollouts_and_cuts_both_arms():
@@ -322,6 +329,9 @@ def test_cli_attribute_with_fail_if_then_export_pairs_with_the_same_rule(tmp_pat
     (line,) = [json.loads(text) for text in same.stdout.splitlines()]
     _valid(line)
     assert line["format"] == "otelcar" and line["step"] == 4
+    # The CLI's attribution checked the policy: it never repeats the recorded refund there.
+    assert line["evidence"]["policy_unfaithful"] is True
+    assert "rarely reproduces the recorded action at step 4" in same.stderr
     assert "1 pair (otelcar) written to stdout; cost:" in same.stderr
 
 

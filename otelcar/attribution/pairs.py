@@ -416,6 +416,12 @@ async def attribution_pairs_async(
             "alternatives_tested": len(tested),
         }
         out.pairs.append(_pair(run, decision, arm.passing, {**evidence, "fresh": fresh_evidence}))
+    if out.pairs and evidence["policy_unfaithful"]:
+        out.notes.append(
+            f"the resample policy rarely reproduces the recorded action at step "
+            f"{decision.step} (the attribution's policy check): the chosen actions are what "
+            "it does there, which the recorded agent may not"
+        )
     if not out.pairs:
         shown = "; ".join(f"{describe_action(a.action)}: {a.failed}/{a.n} failed" for a in tested)
         out.notes.append(
@@ -442,7 +448,18 @@ def _attribution_evidence(attribution: Mapping[str, Any], step: int) -> dict[str
             "passed": all(r.get("passed") for r in checks) if checks else None,
             "names": [r.get("name") for r in checks],
         },
+        "policy_unfaithful": _unfaithful_at(attribution, step),
     }
+
+
+def _unfaithful_at(attribution: Mapping[str, Any], step: int) -> bool | None:
+    """Whether the attribution's policy check found the resample policy rarely reproducing
+    the recorded action at ``step`` (None: the step was not checked)."""
+    check = attribution.get("policy_check") or {}
+    if step in (check.get("unfaithful_steps") or ()):
+        return True
+    checked = any(d.get("step") == step and d.get("n") for d in check.get("decisions") or ())
+    return False if checked else None
 
 
 def needs_rollouts(result: Mapping[str, Any]) -> bool:

@@ -93,6 +93,11 @@ def pairs_schema_document() -> dict[str, Any]:
                     "names": {"type": "array", "items": {"type": ["string", "null"]}},
                 },
             },
+            "policy_unfaithful": {
+                "type": ["boolean", "null"],
+                "description": "the attribution's policy check found the resample policy "
+                "rarely reproducing the recorded action at this step (null: not checked)",
+            },
             "fresh": {
                 "type": "object",
                 "required": ["seed_stage", "rollouts_per_plan", "rejected", "chosen", "p"],
