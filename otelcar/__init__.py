@@ -10,6 +10,8 @@ The public API, in the order data flows::
     run = otelcar.load_run(trace_id, store.steps(trace_id))
     result = otelcar.attribute(run, registry=registry, outcome=outcome)
     cause = otelcar.why(run, step=result.culprit.step, registry=registry, outcome=outcome)
+    pairs = otelcar.export_pairs(run, result=result.to_dict(), registry=registry,
+                                 outcome=outcome)  # preference pairs, on fresh rollouts
 
 Readers are named for what they read (:mod:`otelcar.readers`); ``attribute``, ``why`` and
 ``fix`` block, and their ``*_async`` twins take the same keyword-only arguments.
@@ -45,6 +47,12 @@ if TYPE_CHECKING:
     from otelcar.attribution.context.why import why, why_async
     from otelcar.attribution.fixes.fix import fix, fix_async
     from otelcar.attribution.fixes.result import FixResult
+    from otelcar.attribution.pairs import (
+        PairsResult,
+        PreferencePair,
+        export_pairs,
+        export_pairs_async,
+    )
     from otelcar.attribution.steps.attribute import attribute, attribute_async
     from otelcar.attribution.steps.result import AttributionResult
     from otelcar.importer import import_files
@@ -108,6 +116,10 @@ _LAZY = {
     "attribute_traces_async": "otelcar.attribution.aggregate",
     "aggregate": "otelcar.attribution.aggregate",
     "AggregateResult": "otelcar.attribution.aggregate",
+    "export_pairs": "otelcar.attribution.pairs",
+    "export_pairs_async": "otelcar.attribution.pairs",
+    "PreferencePair": "otelcar.attribution.pairs",
+    "PairsResult": "otelcar.attribution.pairs",
 }
 
 __all__ = [
@@ -122,8 +134,10 @@ __all__ = [
     "ImportReport",
     "Message",
     "OtelcarError",
+    "PairsResult",
     "Plan",
     "PolicyRegistry",
+    "PreferencePair",
     "RecordedRun",
     "RolloutSet",
     "Store",
@@ -137,6 +151,8 @@ __all__ = [
     "attribute_async",
     "attribute_traces",
     "attribute_traces_async",
+    "export_pairs",
+    "export_pairs_async",
     "fix",
     "fix_async",
     "import_files",

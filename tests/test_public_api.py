@@ -48,6 +48,7 @@ def test_import_otelcar_loads_neither_polars_nor_the_readers() -> None:
         ("attribute", "attribute_async"),
         ("why", "why_async"),
         ("fix", "fix_async"),
+        ("export_pairs", "export_pairs_async"),
     ],
 )
 def test_sync_entry_points_take_the_async_keyword_only_arguments(sync: str, coroutine: str) -> None:

@@ -12,13 +12,18 @@ that is significant makes a pair:
   ``forced`` candidate forces. It costs no new policy call.
 - **From an attribution** (``otelcar attribute`` result with a culprit that was not
   refuted): the rollouts that chose the culprit cannot also validate what to do there. So
-  the pairs are tested on **fresh** rollouts (seed stage ``pairs``). N rollouts re-decide
-  the culprit and every later decision; N more commit the recorded action there and
-  re-decide the rest. The rejected arm holds the second plan's rollouts plus the re-decided
-  ones that repeated the recorded action. Each other action taken at the culprit (calls and
-  arguments equal, or the same text up to case and spacing) gets a one-sided Fisher exact
-  test that its rollouts fail less often than the rejected arm's. The p-values are
-  Holm-adjusted over the actions of the trace. An action becomes a pair only when it is
+  the pairs are tested on **fresh** rollouts (seed stage ``pairs``), judged by the outcome
+  the attribution used (another one is refused: the culprit is a claim about that one). N
+  rollouts re-decide the culprit and every later decision (rollouts 0..N−1 of the stage);
+  N more commit the recorded action there and re-decide the rest (rollouts N..2N−1: with
+  the same seeds, a re-decision that repeats the recorded action would be a held rollout
+  again, served from the cache, and count twice). The two plans advance together, 8
+  rollouts at a time, so a budget that runs out cuts both arms. The rejected arm holds the
+  second plan's rollouts plus the re-decided ones that repeated the recorded action. Each
+  other action taken at the culprit (calls and arguments equal, or the same text up to case
+  and spacing: :func:`~otelcar.attribution.faithfulness.same_action`) gets a one-sided
+  Fisher exact test that its rollouts fail less often than the rejected arm's. The p-values
+  are Holm-adjusted over the actions of the trace. An action becomes a pair only when it is
   significant at ``alpha`` and passed at least once (``chosen`` is then its message in a
   passing rollout).
 
@@ -30,6 +35,7 @@ the OpenAI chat form, as the resample policies send them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +45,7 @@ from otelcar.attribution.faithfulness import same_action
 from otelcar.attribution.stats import fisher_exact_greater, holm
 from otelcar.attribution.steps.curve import curve_plans
 from otelcar.errors import OtelcarError
-from otelcar.messages import Message, canonical, describe_action
+from otelcar.messages import Message, describe_action
 from otelcar.outcome import Outcome
 from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
 from otelcar.policies.registry import PolicyRegistry
@@ -47,6 +53,7 @@ from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.plan import Do, Plan
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
+from otelcar.sync import synchronous
 
 PAIRS_VERSION = 1
 FORMATS = ("otelcar", "dpo", "chat")
@@ -56,7 +63,8 @@ PAIRS_STAGE = "pairs"
 
 class PairsError(OtelcarError):
     """A result pairs cannot be made from (not an attribution or fix result, another trace,
-    a step that is not a decision)."""
+    a step that is not a decision), or an attribution's claim that cannot be tested as asked
+    (no policies or outcome, another outcome than the attribution's)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,12 @@ def result_of(document: Any, *, where: str = "the result") -> dict[str, Any]:
     """The analysis result in ``document``: an ``attribute --json`` or ``fix --json`` file's
     content, or a kept run's record (``{"kind", "result", …}``); :class:`PairsError` for
     anything else."""
-    if isinstance(document, Mapping) and isinstance(document.get("result"), Mapping):
+    if isinstance(document, Mapping) and "result" in document:  # a kept run's record
+        if document.get("status", "done") != "done" or not isinstance(document["result"], Mapping):
+            raise PairsError(
+                f"{where} is a kept {document.get('kind')} run that did not finish (status "
+                f"{document.get('status')!r}): it has no result to make pairs from"
+            )
         document = document["result"]
     if not isinstance(document, Mapping) or document.get("kind") not in ("attribution", "fix"):
         kind = document.get("kind") if isinstance(document, Mapping) else type(document).__name__
@@ -175,7 +188,7 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
     if (why := _usable(decision)) is not None:
         out.notes.append(why)
         return out
-    seen: set[str] = set()
+    seen: list[tuple[str, Message]] = []  # the pairs made: fix name, chosen action
     candidates = sorted(fix.get("candidates") or [], key=lambda c: c.get("name") != fix.get("best"))
     for candidate in candidates:
         name = candidate.get("name")
@@ -183,18 +196,24 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
             continue
         chosen = _chosen_of(candidate)
         if chosen is None:
-            out.notes.append(
-                f"fix '{name}' passed but took no good action to learn from "
-                "(no alternative_action: a fix result of an earlier otelcar?)"
+            older = "alternative_action" not in (candidate.get("decision") or {})
+            why = (
+                "its result has no alternative_action (written by an earlier otelcar: run "
+                "`otelcar fix` again)"
+                if older
+                else "none of its good re-decisions took an action"
             )
+            out.notes.append(f"fix '{name}' passed but gives no good action to learn from: {why}")
             continue
         if same_action(chosen, decision.action):  # type: ignore[arg-type]
             out.notes.append(f"fix '{name}': its good action is the recorded one; no pair")
             continue
-        key = describe_action(chosen)
-        if key in seen:
+        if (made := next((n for n, a in seen if same_action(chosen, a)), None)) is not None:
+            out.notes.append(
+                f"fix '{name}' passed with the good action of fix '{made}': one pair for both"
+            )
             continue
-        seen.add(key)
+        seen.append((name, chosen))
         evidence = {
             "source": "fix",
             "fix": name,
@@ -222,19 +241,12 @@ def _chosen_of(candidate: Mapping[str, Any]) -> Message | None:
     return None
 
 
-def _action_key(action: Message | None) -> str:
-    """Actions that are the same decision (:func:`same_action`) share a key."""
-    if action is None:
-        return "(none)"
-    if action.tool_calls:
-        return "calls:" + "|".join(
-            sorted(f"{c.name}({canonical(c.arguments)})" for c in action.tool_calls)
-        )
-    return "text:" + " ".join((action.content or "").lower().split())
-
-
 @dataclass
 class _Arm:
+    """Fresh rollouts that took one action at the decision: how many failed of how many
+    were judged, and the action as taken in the first passing one."""
+
+    action: Message | None = None
     failed: int = 0
     n: int = 0
     passing: Message | None = None
@@ -251,6 +263,89 @@ class _Arm:
         return {"failed": self.failed, "n": self.n}
 
 
+def _arm_of(arms: list[_Arm], action: Message) -> _Arm:
+    """The arm of ``action`` (:func:`same_action` as one of theirs), new if none is."""
+    for arm in arms:
+        if arm.action is not None and same_action(action, arm.action):
+            return arm
+    arms.append(_Arm(action))
+    return arms[-1]
+
+
+#: Fresh rollouts run per plan at a time: the two plans advance together, so a budget too
+#: small for both cuts both arms alike (not the second plan's whole arm).
+CHUNK = 8
+
+Judged = list[tuple[Rollout, bool | None]]
+
+
+async def _fresh_rollouts(
+    run: RecordedRun,
+    decision: RecordedDecision,
+    env: Environment,
+    outcome: Outcome,
+    rollouts: int,
+    seed: int,
+    on_rollout: Callable[[Rollout], None] | None,
+) -> tuple[Judged, Judged]:
+    """``rollouts`` judged rollouts re-deciding ``decision`` and every later decision, and as
+    many holding it at its recorded action (:func:`curve_plans`' ``P_{k−1}`` and ``P_k``).
+
+    Rollout r's seeds are derived from (seed, r): a re-decision of rollout r that repeats the
+    recorded action would replay held rollout r exactly (from the request cache) and count it
+    twice. So the re-deciding plan takes rollouts 0..N−1 of the ``pairs`` stage, the holding
+    plan N..2N−1."""
+    plans = curve_plans(run)
+    redecide, hold = plans[decision.index - 1], plans[decision.index]
+    options = {"seed": SeedSpace(seed).stage(PAIRS_STAGE), "outcome": outcome}
+    options |= {"on_rollout": on_rollout, "concurrency": CHUNK}
+    fresh: Judged = []
+    held: Judged = []
+    for start in range(0, rollouts, CHUNK):
+        count = min(CHUNK, rollouts - start)
+        done = await asyncio.gather(
+            run_plan_async(run, redecide, env, rollouts=count, first_rollout=start, **options),
+            run_plan_async(
+                run, hold, env, rollouts=count, first_rollout=rollouts + start, **options
+            ),
+        )
+        for judged, result in zip((fresh, held), done, strict=True):
+            judged.extend(zip(result.rollouts, result.failures, strict=True))
+    return fresh, held
+
+
+def _lost(judged: Judged) -> str | None:
+    """Why some rollouts were left out of the counts (None: none was)."""
+    lost = [r for r, failed in judged if failed is None]
+    if not lost:
+        return None
+    budget = sum(r.status == "budget" for r in lost)
+    failed = sum(r.status == "failed" for r in lost)
+    counts = {
+        "stopped when the budget ran out": budget,
+        "failed": failed,
+        "were not judged": len(lost) - budget - failed,
+    }
+    why = [f"{n} {what}" for what, n in counts.items() if n]
+    return f"{len(lost)} of {len(judged)} were left out ({', '.join(why)})"
+
+
+def _no_claim(attribution: Mapping[str, Any]) -> str | None:
+    """Why ``attribution`` makes no claim pairs can test (None: it does)."""
+    if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
+        return f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair"
+    if attribution.get("question", "failure") != "failure":
+        return (
+            "a credit attribution (a passing run): its step secured the success, so its "
+            "recorded action is not one to reject; no pair"
+        )
+    refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
+    if refuted:
+        names = ", ".join(str(r.get("name")) for r in refuted)
+        return f"the culprit failed its refutation ({names}): no pair"
+    return None
+
+
 async def attribution_pairs_async(
     run: RecordedRun,
     attribution: Mapping[str, Any],
@@ -263,90 +358,159 @@ async def attribution_pairs_async(
     budget: Budget | None = None,
     on_rollout: Callable[[Rollout], None] | None = None,
 ) -> PairsResult:
-    """The pairs at an attribution's culprit, tested on fresh rollouts (see the module
-    docstring). ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage)."""
+    """The pairs at an attribution's culprit, tested on ``2 · rollouts`` fresh rollouts (see
+    the module docstring), every policy call counted in ``cost`` and bounded by ``budget``.
+    ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage). A result with no
+    culprit, a refuted one or a credit question gives no pair, a note and no cost."""
     out = PairsResult()
-    if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
-        out.notes.append(f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair")
+    if (why := _no_claim(attribution)) is not None:
+        out.notes.append(why)
         return out
-    if attribution.get("question", "failure") != "failure":
-        out.notes.append(
-            "a credit attribution (a passing run): its step secured the success, so its "
-            "recorded action is not one to reject; no pair"
+    judged_by = attribution.get("outcome")
+    if judged_by is not None and judged_by != outcome.describe():
+        raise PairsError(
+            f"the attribution judged its rollouts by {judged_by!r}, the pairs would be judged "
+            f"by {outcome.describe()!r}: its culprit is a claim about the first; pass the "
+            "outcome it used"
         )
-        return out
-    refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
-    if refuted:
-        names = ", ".join(str(r.get("name")) for r in refuted)
-        out.notes.append(f"the culprit failed its refutation ({names}): no pair")
-        return out
     decision = _decision(run, attribution["culprit"], "attribution result")
     if (why := _usable(decision)) is not None:
         out.notes.append(why)
         return out
-    effect = next((s for s in attribution.get("steps") or [] if s.get("step") == decision.step), {})
-    steps = [d.step for d in run.decisions]
-    redecide = Plan.resample_from(decision.step, steps)
-    held = curve_plans(run)[decision.index]
+    recorded: Message = decision.action  # type: ignore[assignment]  # _usable checked it
     env = Environment(registry, budget or Budget())
-    base_seed = SeedSpace(seed).stage(PAIRS_STAGE)
-    options = {"rollouts": rollouts, "seed": base_seed, "outcome": outcome}
-    fresh = await run_plan_async(run, redecide, env, on_rollout=on_rollout, **options)
-    committed = await run_plan_async(run, held, env, on_rollout=on_rollout, **options)
+    fresh, held = await _fresh_rollouts(run, decision, env, outcome, rollouts, seed, on_rollout)
     out.cost = env.accounting.to_dict()
-    rejected = _Arm()
-    for failed in committed.failures:
-        rejected.add(failed, decision.action)
-    groups: dict[str, _Arm] = {}
-    for r, failed in zip(fresh.rollouts, fresh.failures, strict=True):
+    for arm, done in (("re-deciding", fresh), ("holding", held)):
+        if (lost := _lost(done)) is not None:
+            out.notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")
+    rejected = _Arm(recorded)
+    for _, failed in held:
+        rejected.add(failed, recorded)
+    others: list[_Arm] = []
+    for r, failed in fresh:
         if len(r.decisions) <= decision.index or r.decisions[decision.index].action is None:
             continue
         action = r.decisions[decision.index].action
-        if same_action(action, decision.action):  # type: ignore[arg-type]
-            rejected.add(failed, action)
-        else:
-            groups.setdefault(_action_key(action), _Arm()).add(failed, action)
-    lost = sum(f is None for f in fresh.failures) + sum(f is None for f in committed.failures)
-    if lost:
-        out.notes.append(f"{lost} fresh rollouts failed or were not judged (left out)")
-    tested = [(key, arm) for key, arm in groups.items() if arm.n]
+        arm = rejected if same_action(action, recorded) else _arm_of(others, action)
+        arm.add(failed, action)
+    tested = [arm for arm in others if arm.n]
     if not tested:
         out.notes.append(
             f"no other action at step {decision.step} in {rollouts} fresh rollouts: no pair"
         )
         return out
-    p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for _, a in tested]
-    for (_key, arm), p, p_adjusted in zip(tested, p_values, holm(p_values), strict=True):
-        if p_adjusted >= alpha or arm.passing is None:
+    p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for a in tested]
+    evidence = _attribution_evidence(attribution, decision.step)
+    for arm, p, p_adjusted in zip(tested, p_values, holm(p_values), strict=True):
+        if p_adjusted > alpha or arm.passing is None:
             continue
-        evidence = {
-            "source": "attribution",
-            "step": decision.step,
-            "delta": effect.get("delta"),
-            "delta_ci": effect.get("delta_ci"),
-            "p_adjusted": effect.get("p_adjusted"),
-            "confidence": attribution.get("confidence"),
-            "refutation": [r.get("name") for r in attribution.get("refutations") or []],
-            "fresh": {
-                "seed_stage": PAIRS_STAGE,
-                "rollouts_per_plan": rollouts,
-                "rejected": rejected.to_dict(),
-                "chosen": arm.to_dict(),
-                "p": p,
-                "p_adjusted": p_adjusted,
-                "alpha": alpha,
-                "alternatives_tested": len(tested),
-            },
+        fresh_evidence = {
+            "seed_stage": PAIRS_STAGE,
+            "rollouts_per_plan": rollouts,
+            "rejected": rejected.to_dict(),
+            "chosen": arm.to_dict(),
+            "p": p,
+            "p_adjusted": p_adjusted,
+            "alpha": alpha,
+            "alternatives_tested": len(tested),
         }
-        out.pairs.append(_pair(run, decision, arm.passing, evidence))
-    if not out.pairs:
-        shown = "; ".join(
-            f"{describe_action(a.passing) if a.passing else key}: {a.failed}/{a.n} failed"
-            for (key, a) in tested
+        out.pairs.append(_pair(run, decision, arm.passing, {**evidence, "fresh": fresh_evidence}))
+    if out.pairs and evidence["policy_unfaithful"]:
+        out.notes.append(
+            f"the resample policy rarely reproduces the recorded action at step "
+            f"{decision.step} (the attribution's policy check): the chosen actions are what "
+            "it does there, which the recorded agent may not"
         )
+    if not out.pairs:
+        shown = "; ".join(f"{describe_action(a.action)}: {a.failed}/{a.n} failed" for a in tested)
         out.notes.append(
             f"no other action at step {decision.step} failed significantly less often than "
             f"the recorded one ({rejected.failed}/{rejected.n} failed) on fresh rollouts "
-            f"(Holm-adjusted Fisher, alpha {alpha}): {shown}"
+            f"(Holm-adjusted Fisher, alpha {alpha}), or it never passed: {shown}"
         )
     return out
+
+
+def _attribution_evidence(attribution: Mapping[str, Any], step: int) -> dict[str, Any]:
+    """What the attribution itself says of the culprit at ``step`` (its rollouts chose it)."""
+    effect = next((s for s in attribution.get("steps") or [] if s.get("step") == step), {})
+    checks = attribution.get("refutations") or []
+    return {
+        "source": "attribution",
+        "step": step,
+        "delta": effect.get("delta"),
+        "delta_ci": effect.get("delta_ci"),
+        "p_adjusted": effect.get("p_adjusted"),
+        "confidence": attribution.get("confidence"),
+        # passed: None when the attribution ran without its refutation.
+        "refutation": {
+            "passed": all(r.get("passed") for r in checks) if checks else None,
+            "names": [r.get("name") for r in checks],
+        },
+        "policy_unfaithful": _unfaithful_at(attribution, step),
+    }
+
+
+def _unfaithful_at(attribution: Mapping[str, Any], step: int) -> bool | None:
+    """Whether the attribution's policy check found the resample policy rarely reproducing
+    the recorded action at ``step`` (None: the step was not checked)."""
+    check = attribution.get("policy_check") or {}
+    if step in (check.get("unfaithful_steps") or ()):
+        return True
+    checked = any(d.get("step") == step and d.get("n") for d in check.get("decisions") or ())
+    return False if checked else None
+
+
+def needs_rollouts(result: Mapping[str, Any]) -> bool:
+    """Whether pairs from ``result`` (as :func:`result_of` returns it) run fresh rollouts
+    (so need policies and an outcome): an attribution with a claim to test."""
+    return result.get("kind") == "attribution" and _no_claim(result) is None
+
+
+async def export_pairs_async(
+    run: RecordedRun,
+    *,
+    result: Any,
+    registry: PolicyRegistry | None = None,
+    outcome: Outcome | None = None,
+    rollouts: int = 16,
+    seed: int = 0,
+    alpha: float = 0.05,
+    budget: Budget | None = None,
+    on_rollout: Callable[[Rollout], None] | None = None,
+) -> PairsResult:
+    """The preference pairs of ``result`` on its recorded ``run``: an ``attribute`` or
+    ``fix`` result (its ``to_dict()`` or JSON file content) or a kept run's record.
+
+    A fix's PASS candidates give pairs at no cost (:func:`fix_pairs`); an attribution's
+    culprit gives the pairs that ``2 · rollouts`` fresh rollouts find significant at
+    ``alpha`` (:func:`attribution_pairs_async`: it needs ``registry`` and the ``outcome``
+    the attribution used). :class:`PairsError` when ``result`` is neither kind, is of
+    another trace, or needs rollouts and has no ``registry`` or ``outcome``."""
+    document = result_of(result)
+    if document["trace_id"] != run.trace_id:
+        raise PairsError(
+            f"the result is of trace {document['trace_id']}, the run of {run.trace_id}"
+        )
+    if document["kind"] == "fix":
+        return fix_pairs(run, document)
+    if needs_rollouts(document) and (registry is None or outcome is None):
+        raise PairsError(
+            "pairs from an attribution's culprit are tested on fresh rollouts: they need the "
+            "policies (registry) and the outcome the attribution used"
+        )
+    return await attribution_pairs_async(
+        run,
+        document,
+        registry=registry,  # type: ignore[arg-type]  # checked above when it is used
+        outcome=outcome,  # type: ignore[arg-type]
+        rollouts=rollouts,
+        seed=seed,
+        alpha=alpha,
+        budget=budget,
+        on_rollout=on_rollout,
+    )
+
+
+export_pairs = synchronous(export_pairs_async, name="export_pairs")

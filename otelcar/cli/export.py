@@ -12,7 +12,7 @@ import click
 from rich.progress import BarColumn, TextColumn
 
 from otelcar.cli.common import console, run_and_config, stderr_progress
-from otelcar.cli.options import config_option, source_option
+from otelcar.cli.options import apply_fail_if, config_option, fail_if_option, source_option
 
 
 def _count(n: int) -> str:
@@ -37,7 +37,11 @@ def _read(path: Path) -> Any:
 
 @export_group.command("pairs")
 @click.argument(
-    "result_paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+    "result_paths",
+    nargs=-1,
+    required=True,
+    metavar="RESULT...",
+    type=click.Path(dir_okay=False, path_type=Path),
 )
 @click.option(
     "-o",
@@ -72,8 +76,14 @@ def _read(path: Path) -> Any:
     help="Attribution results: the pairs' significance level.",
 )
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
-@click.option("--budget", type=int, help="Most policy calls to spend.")
+@click.option(
+    "--budget", type=int, help="Most policy calls to spend (attribution results' rollouts)."
+)
 @config_option("otelcar.toml with the policies and the outcome (attribution results).")
+@fail_if_option(
+    "Attribution results: the outcome rule the attribution used, if not [outcome] "
+    "(tool_called:NAME, tool_not_called:NAME, final_answer:REGEX; any of them fails)."
+)
 @source_option()
 @click.pass_context
 def pairs_command(
@@ -86,17 +96,19 @@ def pairs_command(
     seed: int | None,
     budget: int | None,
     config_path: Path | None,
+    fail_if: tuple[str, ...],
 ) -> None:
     """Preference pairs (context, tools, rejected and chosen action, evidence) as JSONL,
     from `otelcar fix --json` and `otelcar attribute --json` results or kept runs.
 
     A fix's PASS candidates give pairs at no cost. An attribution's culprit gives pairs only
     after its other actions fail significantly less often than the recorded one on fresh
-    rollouts (Holm-adjusted Fisher tests); the rollouts that chose the culprit are not reused
-    (docs/why-fix.md). Never a pair whose evidence is not significant.
+    rollouts (Holm-adjusted Fisher tests), judged by the outcome the attribution used; the
+    rollouts that chose the culprit are not reused (docs/why-fix.md). Never a pair whose
+    evidence is not significant.
     """
-    from otelcar.attribution.pairs import attribution_pairs_async, fix_pairs, result_of
-    from otelcar.errors import OtelcarError
+    from otelcar.attribution.pairs import export_pairs_async, needs_rollouts, result_of
+    from otelcar.cost import policy_calls_text
     from otelcar.sync import run_sync
 
     documents = [(path, result_of(_read(path), where=str(path))) for path in result_paths]
@@ -105,33 +117,36 @@ def pairs_command(
     spent: dict[str, int] = {}
     for path, doc in documents:
         run, config, _ = run_and_config(ctx, doc["trace_id"], config_path)
-        if doc["kind"] == "fix":
-            made = fix_pairs(run, doc)
-        else:
+        if needs_rollouts(doc):
+            apply_fail_if(config, fail_if, required=False)
             if config.outcome is None:
-                raise OtelcarError(
-                    f"{path}: pairs from an attribution need the outcome: add [outcome] to "
-                    f"{config.path or 'otelcar.toml'} (or pass -c)"
+                raise click.UsageError(
+                    f"{path}: pairs from an attribution are tested on fresh rollouts, judged "
+                    f"by the outcome it used: add [outcome] to otelcar.toml or pass --fail-if"
                 )
-            settings = config.replay
-            with (
-                settings.executor_scope(),
-                stderr_progress(TextColumn("fresh rollouts"), BarColumn()) as progress,
-            ):
-                task = progress.add_task("pairs", total=2 * rollouts)
-                made = run_sync(
-                    attribution_pairs_async(
-                        run,
-                        doc,
-                        registry=config.registry,
-                        outcome=config.outcome,
-                        rollouts=rollouts,
-                        seed=settings.seed_or(seed),
-                        alpha=alpha,
-                        budget=settings.budget(budget),
-                        on_rollout=lambda _, task=task: progress.advance(task),
-                    )
+        settings = config.replay
+        with (
+            settings.executor_scope(),
+            stderr_progress(
+                TextColumn(f"fresh rollouts {path.name}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+            ) as progress,
+        ):
+            task = progress.add_task("pairs", total=2 * rollouts, visible=needs_rollouts(doc))
+            made = run_sync(
+                export_pairs_async(
+                    run,
+                    result=doc,
+                    registry=config.registry,
+                    outcome=config.outcome,
+                    rollouts=rollouts,
+                    seed=settings.seed_or(seed),
+                    alpha=alpha,
+                    budget=settings.budget(budget),
+                    on_rollout=lambda _, task=task: progress.advance(task),
                 )
+            )
         for key, value in made.cost.items():
             spent[key] = spent.get(key, 0) + value
         lines.extend(pair.to_line(fmt) for pair in made.pairs)
@@ -144,9 +159,8 @@ def pairs_command(
     else:
         output.write_text(text, encoding="utf-8")
     where = "stdout" if str(output) == "-" else str(output)
-    calls = spent.get("llm_calls", 0)
     err.print(
-        f"{_count(len(lines))} ({fmt}) written to {where}; cost: {calls} policy calls",
+        f"{_count(len(lines))} ({fmt}) written to {where}; cost: {policy_calls_text(spent)}",
         highlight=False,
         markup=False,
     )

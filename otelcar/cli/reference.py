@@ -29,22 +29,33 @@ def render() -> str:
         help_option_names=["-h", "--help"],
     )
     lines += ["```text", cli.get_help(root).rstrip(), "```", ""]
-    for name in cli.list_commands(root):
-        command = cli.get_command(root, name)
+    lines += _commands(root)
+    return "\n".join(lines)
+
+
+def _commands(parent: click.Context) -> list[str]:
+    """The sections of ``parent``'s subcommands, a group's own subcommands after it."""
+    group = parent.command
+    assert isinstance(group, click.Group)
+    lines: list[str] = []
+    for name in group.list_commands(parent):
+        command = group.get_command(parent, name)
         if command is None:
             continue
         context = click.Context(
-            command, info_name=name, parent=root, terminal_width=WIDTH, max_content_width=WIDTH
+            command, info_name=name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH
         )
         lines += [
-            f"## otelcar {name}",
+            f"## {context.command_path}",
             "",
             "```text",
             command.get_help(context).rstrip(),
             "```",
             "",
         ]
-    return "\n".join(lines)
+        if isinstance(command, click.Group):
+            lines += _commands(context)
+    return lines
 
 
 if __name__ == "__main__":

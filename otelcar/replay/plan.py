@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from otelcar.errors import OtelcarError
-from otelcar.messages import Message, ToolCall
+from otelcar.messages import Message
 
 
 class PlanError(OtelcarError):
@@ -303,20 +303,6 @@ def _message_dict(message: Message) -> dict[str, Any]:
     return message.to_dict()
 
 
-def _message_from(data: dict[str, Any]) -> Message:
-    return Message(
-        role=data["role"],
-        content=data.get("content"),
-        tool_calls=tuple(
-            ToolCall(name=c.get("name"), arguments=c.get("arguments"), id=c.get("id"))
-            for c in data.get("tool_calls") or ()
-        ),
-        tool_call_id=data.get("tool_call_id"),
-        name=data.get("name"),
-        reasoning=data.get("reasoning"),
-    )
-
-
 def _to_dict(item: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": item.kind}
     for key, value in asdict(item).items():
@@ -342,7 +328,7 @@ def _intervention_from(data: dict[str, Any]) -> Any:
     values = {k: v for k, v in data.items() if k != "kind"}
     for key in ("action", "message"):
         if key in values:
-            values[key] = _message_from(values[key])
+            values[key] = Message.from_dict(values[key])
     if "edit" in values:
         values["edit"] = _intervention_from(values["edit"])
     for key in ("path", "steps"):

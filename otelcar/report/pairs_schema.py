@@ -82,7 +82,22 @@ def pairs_schema_document() -> dict[str, Any]:
             "delta_ci": {"type": ["array", "null"], "items": {"type": "number"}},
             "p_adjusted": {"type": ["number", "null"]},
             "confidence": {"type": ["number", "null"]},
-            "refutation": {"type": "array", "items": {"type": ["string", "null"]}},
+            "refutation": {
+                "type": "object",
+                "required": ["passed", "names"],
+                "properties": {
+                    "passed": {
+                        "type": ["boolean", "null"],
+                        "description": "every refutation check passed (null: none was run)",
+                    },
+                    "names": {"type": "array", "items": {"type": ["string", "null"]}},
+                },
+            },
+            "policy_unfaithful": {
+                "type": ["boolean", "null"],
+                "description": "the attribution's policy check found the resample policy "
+                "rarely reproducing the recorded action at this step (null: not checked)",
+            },
             "fresh": {
                 "type": "object",
                 "required": ["seed_stage", "rollouts_per_plan", "rejected", "chosen", "p"],

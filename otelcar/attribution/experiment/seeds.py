@@ -11,7 +11,8 @@ run to choose the step: why's samples then do not reuse the rollouts that chose 
 ``fix.validate`` (decision-level validation, with its own base arm), ``fix.forward``
 (forward rollouts, fixed and unfixed), ``bisect.confirm`` (the bisection's confirmation of
 the jump it chose), ``refute`` (the culprit's refutation: its recheck and its placebo
-share the held arm).
+share the held arm), ``pairs`` (the fresh rollouts preference pairs are tested on:
+:mod:`otelcar.attribution.pairs`).
 """
 
 from __future__ import annotations

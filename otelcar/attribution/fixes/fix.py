@@ -365,7 +365,7 @@ async def fix_async(
             instead=dict(arm.instead()),
             alternative=describe_action(alt) if (alt := arm.alternative()) else None,
             confidence=confidence,
-            alternative_action=alt.to_dict() if alt is not None else None,
+            alternative_action=alt,
         )
         candidate.decision = check
         checks.append((candidate, check))

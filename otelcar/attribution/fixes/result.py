@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.cost import policy_calls_text
+from otelcar.messages import Message
 
 if TYPE_CHECKING:
     from otelcar.attribution.context.result import WhyResult
@@ -35,8 +36,8 @@ class DecisionCheck:
     instead: dict[str, int] = field(default_factory=dict)
     alternative: str | None = None
     confidence: float = 0.95
-    #: The most common good action, whole (``Message.to_dict()``), for preference pairs.
-    alternative_action: dict[str, Any] | None = None
+    #: The most common good action, whole (``alternative`` describes it), for preference pairs.
+    alternative_action: Message | None = None
 
     @property
     def rate(self) -> float:
@@ -67,7 +68,9 @@ class DecisionCheck:
             "verdict": self.verdict,
             "instead": self.instead,
             "alternative": self.alternative,
-            "alternative_action": self.alternative_action,
+            "alternative_action": (
+                self.alternative_action.to_dict() if self.alternative_action else None
+            ),
         }
 
 
