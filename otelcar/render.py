@@ -27,10 +27,12 @@ def untrusted_text(text: Any, style: str = "") -> Text:
     return Text(visible("" if text is None else str(text)), style=style)
 
 
-def _clip(text: str | None, limit: int) -> str:
+def clip(text: object, limit: int) -> str:
+    """``text`` on one line (controls made visible, whitespace runs collapsed), cut to
+    ``limit`` characters with an ellipsis; ``None`` is empty."""
     if text is None:
         return ""
-    flat = " ".join(visible(text).split())
+    flat = " ".join(visible(str(text)).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -75,15 +77,13 @@ def step_summary(row: dict[str, Any], limit: int = 90) -> str:
             return _missing_content(row) + (f" → {calls}" if calls else "")
         output = row["output"]
         if output and output.get("tool_calls"):
-            return _clip("→ " + _calls(output), limit)
-        return _clip("→ " + ((output or {}).get("content") or ""), limit)
+            return clip("→ " + _calls(output), limit)
+        return clip("→ " + ((output or {}).get("content") or ""), limit)
     if row["kind"] == "tool":
         if not row["content_captured"]:
             return _missing_content(row)
         result = row["tool_result"]
-        return _clip(
-            f"({_args(row['tool_args'])}) → {result if result is not None else '…'}", limit
-        )
+        return clip(f"({_args(row['tool_args'])}) → {result if result is not None else '…'}", limit)
     return ""
 
 
@@ -315,7 +315,7 @@ def attribution_report(console: Console, result: Any) -> None:
     def row(*cells: Any, action: str = "") -> None:
         items = list(cells)
         if gists:
-            items.insert(3, untrusted_text(_clip(action, 60)))
+            items.insert(3, untrusted_text(clip(action, 60)))
         table.add_row(*(untrusted_text(item) if isinstance(item, str) else item for item in items))
 
     b = doc["baseline"]

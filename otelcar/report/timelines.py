@@ -15,13 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from otelcar.attribution.stats import wilson
-from otelcar.render import untrusted_text
+from otelcar.render import clip, untrusted_text
 from otelcar.safe_text import visible
-
-
-def _clip(text: Any, limit: int) -> str:
-    flat = " ".join(visible("" if text is None else str(text)).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _outcome(failed: Any) -> Text:
@@ -48,7 +43,7 @@ def timelines_table(trace_id: str, timelines: Sequence[Mapping[str, Any]]) -> Ta
     for info in timelines:
         table.add_row(
             untrusted_text(info["name"]),
-            untrusted_text(_clip(info.get("plan_text"), 60)),
+            untrusted_text(clip(info.get("plan_text"), 60)),
             str(len(info.get("rollouts") or [])),
             _rate(int(info.get("failed") or 0), int(info.get("judged") or 0))
             if info.get("outcome")
@@ -68,7 +63,7 @@ def _observations(decision: Mapping[str, Any] | None, limit: int = 70) -> str:
         return ""
     return "; ".join(
         f"{o.get('name')} → "
-        + _clip(
+        + clip(
             o.get("result") if o.get("result") is not None else f"error: {o.get('error')}", limit
         )
         for o in decision.get("observations") or []
@@ -130,14 +125,14 @@ def timeline_report(
                 d.get("origin") or "", "cyan" if d.get("origin") != "recorded" else "dim"
             ),
             "" if d.get("context_messages") is None else str(d["context_messages"]),
-            untrusted_text(_clip(_action_text(d), 90)),
+            untrusted_text(clip(_action_text(d), 90)),
             untrusted_text(_observations(d)),
         )
     out.print(table)
     line = Text("outcome: ")
     line.append_text(_outcome(record.get("failed")))
     if record.get("error"):
-        line.append(f" — {_clip(record['error'], 200)}", style="yellow")
+        line.append(f" — {clip(record['error'], 200)}", style="yellow")
     out.print(line)
 
 
@@ -169,7 +164,7 @@ def _message_line(message: Mapping[str, Any], limit: int = 110) -> str:
         )
     else:
         body = message.get("content") or ""
-    return f"{message.get('role')}: {_clip(body, limit)}"
+    return f"{message.get('role')}: {clip(body, limit)}"
 
 
 def diff_report(console: Console, doc: Mapping[str, Any]) -> None:
@@ -235,7 +230,7 @@ def diff_report(console: Console, doc: Mapping[str, Any]) -> None:
                     ctx_text.append(visible(_message_line(messages[0])))
         cells = []
         for d in (da, db):
-            cell = Text(visible(_clip(_action_text(d), 80)))
+            cell = Text(visible(clip(_action_text(d), 80)))
             if d is not None and d.get("origin") not in (None, "recorded"):
                 cell.append(f" [{visible(str(d['origin']))}]", style="cyan")
             results = _observations(d, 50)
