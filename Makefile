@@ -36,7 +36,9 @@ test: $(STAMP)
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || echo "warning: could not install chromium chromium-driver: the browser tests will skip (and fail under CI=true)"
 	$(VENV)/bin/ruff check otelcar tests benchmarks fixtures examples
 	$(VENV)/bin/ruff format --check otelcar tests benchmarks fixtures examples
-	$(VENV)/bin/python -m pytest -q
+	@# Two workers, one module each at a time (--dist loadscope): module- and session-scoped
+	@# fixtures (the reduced demo, the model server) run once per worker that needs them.
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadscope
 
 ## schemas: regenerate the generated contracts and the CLI reference (tests check both)
 schemas: $(STAMP)
