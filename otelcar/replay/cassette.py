@@ -63,6 +63,12 @@ class Cassette:
         self._used[key] += 1
         return results[index]
 
+    def consume(self, keys: tuple[tuple[str, str], ...]) -> None:
+        """Count the recorded results of ``keys`` (:func:`call_key`) as played, as if
+        :meth:`play` had served each (a held decision adopted from the shared walk)."""
+        for key in keys:
+            self._used[key] += 1
+
     def examples(self) -> dict[str, list[tuple[Arguments, str]]]:
         """Recorded (arguments, result) pairs per tool, for simulated tools."""
         out: dict[str, list[tuple[Arguments, str]]] = defaultdict(list)

@@ -79,6 +79,26 @@ class RolloutContexts:
         self.observations[decision] = observations
         self.obs_changed.update((decision, call) for call in changed)
 
+    @property
+    def latest(self) -> object:
+        """The latest built context (opaque): what :meth:`adopt_held` takes back."""
+        return self._latest
+
+    def adopt_held(
+        self,
+        decision: int,
+        action: Message,
+        observations: list[ReplayedObservation],
+        latest: object,
+    ) -> None:
+        """Record decision ``decision`` as held, unchanged (the recorded ``action`` and
+        ``observations``), with ``latest`` (from :attr:`latest` of a state that built the
+        same contexts) as the latest built context: what replaying it held would leave."""
+        self.actions[decision] = action
+        self.observations[decision] = observations
+        assert latest is None or isinstance(latest, _Built)
+        self._latest = latest
+
     def context(self, decision: RecordedDecision) -> tuple[list[Message], MessageChain]:
         """The decision's context with this rollout's changes carried in (a new list, never
         changed afterwards: edits make their own), and the chain of its messages (hashed only

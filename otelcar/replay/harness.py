@@ -5,7 +5,9 @@ observations of *this* rollout), apply the plan's context edits, get an action (
 one while the timeline has not diverged and the plan leaves the step alone; otherwise the
 registered policy's, or the plan's), execute each tool call (the cassette when the same call
 was recorded, the tool policy otherwise, or the plan's mocked observation), and continue
-until a final answer, or the recorded horizon plus ``slack`` decisions.
+until a final answer, or the recorded horizon plus ``slack`` decisions. A held decision of an
+undiverged rollout is the same in every rollout of the run, so it is adopted from the run's
+shared held walk (:mod:`otelcar.replay.held`) rather than replayed again.
 
 A rollout is a pure function of (recorded run, plan, seed): every policy call gets the seed
 derived from (base seed, rollout index, decision index), so the same seeds recur across plans
@@ -34,6 +36,7 @@ from otelcar.policies.digest import MessageChain
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.cassette import Cassette
 from otelcar.replay.contexts import ReplayedObservation, RolloutContexts
+from otelcar.replay.held import held_walk
 from otelcar.replay.plan import (
     Do,
     EditContext,
@@ -44,7 +47,7 @@ from otelcar.replay.plan import (
     Resample,
     SwapModel,
 )
-from otelcar.replay.recorded import RecordedDecision, RecordedRun, same_message
+from otelcar.replay.recorded import RecordedDecision, RecordedRun, ends_run, same_message
 
 DEFAULT_SLACK = 4
 
@@ -297,6 +300,7 @@ async def replay(
     result = Rollout(index=rollout, seed=base_seed, plan=plan)
     state = RolloutContexts(run)
     cassette = Cassette(run)
+    walk = held_walk(run)
     diverged = False
     previous: ReplayedDecision | None = None
     k = 0
@@ -316,6 +320,27 @@ async def replay(
             step = recorded.step if recorded else None
             interventions = plan.at(step) if step is not None else []
             seed = derive_seed(base_seed, rollout, k)
+            held = walk.step(k) if not diverged and not interventions else None
+            if held is not None:  # the shared held replay of this decision (replay/held.py)
+                assert recorded is not None and recorded.action is not None
+                previous = ReplayedDecision(
+                    index=k,
+                    recorded_step=step,
+                    agent=recorded.agent,
+                    name=recorded.name,
+                    context=held.context,
+                    action=recorded.action,
+                    observations=held.adopt(state, cassette),
+                    origin="recorded",
+                    seed=seed,
+                )
+                env.accounting.cassette_hits += len(held.plays)
+                result.decisions.append(previous)
+                if held.ends:
+                    result.status = "final"
+                    return result
+                k += 1
+                continue
             context, chain = _context(recorded, previous, state)
             edited = False
             for item in interventions:
@@ -358,7 +383,7 @@ async def replay(
                 or any((k, i) in state.obs_changed for i in range(len(replayed.observations)))
             )
             previous = replayed
-            if _ends_run(replayed, recorded, run):
+            if ends_run(replayed.action, recorded, run):
                 result.status = "final"
                 return result
             k += 1
@@ -416,20 +441,6 @@ def check_plan(run: RecordedRun, plan: Plan) -> None:
                     f"step {item.step} made {len(calls)} tool call(s); there is no call "
                     f"{item.call} to observe"
                 )
-
-
-def _ends_run(
-    replayed: ReplayedDecision, recorded: RecordedDecision | None, run: RecordedRun
-) -> bool:
-    """An action without tool calls is a final answer, unless the recording went on after a
-    tool-free action at this position (multi-agent turn-taking, a user follow-up): then the
-    next recorded turn comes, as it did."""
-    if replayed.action is None or replayed.action.tool_calls:
-        return False
-    if recorded is None or recorded.index == run.horizon - 1:
-        return True
-    recorded_tool_free = recorded.action is not None and not recorded.action.tool_calls
-    return not recorded_tool_free
 
 
 def _context(

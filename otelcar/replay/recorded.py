@@ -243,6 +243,18 @@ class _MessageReader:
         return held
 
 
+def ends_run(action: Message | None, recorded: RecordedDecision | None, run: RecordedRun) -> bool:
+    """An action without tool calls is a final answer, unless the recording went on after a
+    tool-free action at this position (multi-agent turn-taking, a user follow-up): then the
+    next recorded turn comes, as it did."""
+    if action is None or action.tool_calls:
+        return False
+    if recorded is None or recorded.index == run.horizon - 1:
+        return True
+    recorded_tool_free = recorded.action is not None and not recorded.action.tool_calls
+    return not recorded_tool_free
+
+
 def same_message(a: Message, b: Message) -> bool:
     """Equality of messages as decisions: role, text (empty and missing are the same) and
     tool calls by name and arguments. Call ids are ignored: providers mint new ones."""
