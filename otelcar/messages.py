@@ -147,11 +147,15 @@ def parse_arguments(value: Any) -> Arguments:
     return json.dumps(value, ensure_ascii=False)
 
 
+#: Built once: ``json.dumps`` with options builds a new encoder per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def encode_arguments(arguments: Arguments) -> str | None:
     """Arguments as JSON text for a table cell (object → object text, raw str → string literal)."""
     if arguments is None:
         return None
-    return json.dumps(arguments, ensure_ascii=False)
+    return _ENCODE(arguments)
 
 
 def decode_arguments(text: str | None) -> Arguments:

@@ -28,9 +28,13 @@ _MESSAGE_DIGESTS: IdentityMemo[Message, bytes] = IdentityMemo(1 << 16)
 _TOOLS_DIGESTS: IdentityMemo[tuple[dict[str, Any], ...], str] = IdentityMemo(256)
 
 
+#: One encoder for every digest: ``json.dumps`` with options builds a new encoder per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def canonical_json(value: Any) -> str:
     """The text every digest hashes: sorted keys, UTF-8 kept, unknown types as ``str``."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return _CANONICAL(value)
 
 
 def message_digest(message: Message) -> bytes:

@@ -32,8 +32,11 @@ def call_key(name: str | None, arguments: Arguments) -> tuple[str, str]:
     return (name or "", text)
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _canonical_arguments(arguments: dict[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL(arguments)
 
 
 def _recorded_results(run: RecordedRun) -> Results:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,8 +61,10 @@ class ReplayError(OtelcarError):
     """A rollout could not continue (missing content, failing policy)."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def derive_seed(base_seed: int, rollout: int, decision: int) -> int:
-    """The seed of decision ``decision`` in rollout ``rollout`` (stable across plans)."""
+    """The seed of decision ``decision`` in rollout ``rollout`` (stable across plans;
+    remembered: every plan asks for the same seeds)."""
     digest = hashlib.sha256(f"{base_seed}:{rollout}:{decision}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
@@ -472,10 +475,19 @@ async def _decide(
         # the common case, decided without scanning the interventions
         replayed.action, replayed.origin = recorded.action, "recorded"
         return
-    remove = next((i for i in interventions if isinstance(i, Remove)), None)
-    do = next((i for i in interventions if isinstance(i, Do)), None)
-    swap = next((i for i in interventions if isinstance(i, SwapModel)), None)
-    resample = any(isinstance(i, Resample) for i in interventions)
+    remove: Remove | None = None
+    do: Do | None = None
+    swap: SwapModel | None = None
+    resample = False
+    for item in interventions:  # the first of each kind counts
+        if isinstance(item, Remove):
+            remove = remove or item
+        elif isinstance(item, Do):
+            do = do or item
+        elif isinstance(item, SwapModel):
+            swap = swap or item
+        elif isinstance(item, Resample):
+            resample = True
     if remove is not None:
         replayed.origin = "removed"
         return
