@@ -26,7 +26,6 @@ from otelcar.cli.options import (
     config_option,
     source_option,
 )
-from otelcar.contracts import render_schema_files
 from otelcar.importer import collect_paths, iter_file_records
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
@@ -404,6 +403,8 @@ def collect_command(
 )
 def schema_command(target: Path | None) -> None:
     """The JSON contracts: steps table, normalized message, --json outputs."""
+    from otelcar.contracts import render_schema_files  # the report schemas load the reports
+
     files = render_schema_files()
     if target is None:
         for name in files:

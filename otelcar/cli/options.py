@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from otelcar.executors import Executor, executor_names
+if TYPE_CHECKING:
+    from otelcar.executors import Executor
 
 CONFIG_HELP = "otelcar.toml with the policies and the outcome."
 FAIL_IF_HELP = (
@@ -73,12 +74,20 @@ def executor_options() -> Callable[..., Any]:
         )(function)
         return click.option(
             "--executor",
-            type=RegistryChoice(executor_names),
+            type=RegistryChoice(_executor_names),
             help="Where the rollouts run: local (this process), ray (a Ray cluster) or an "
             "executor a plugin adds. Default: [replay] executor, else local.",
         )(function)
 
     return decorate
+
+
+def _executor_names() -> list[str]:
+    """The executors' names, loaded when a command's ``--executor`` is checked: commands
+    without rollouts (``import``, ``traces``) never load the replay machinery."""
+    from otelcar.executors import executor_names
+
+    return executor_names()
 
 
 @contextmanager

@@ -8,15 +8,47 @@ report, and the report sections result writers add to their JSON.
 - :func:`read_result` — a result JSON file, checked for its ``kind`` and ``version``.
 """
 
-from otelcar.report.aggregate_html import render_aggregate_html, write_aggregate_html
-from otelcar.report.data import (
-    RolloutSampler,
-    report_sections,
-    timeline_section,
-    with_report_sections,
-)
-from otelcar.report.html import render_html, write_html
-from otelcar.report.io import ReportError, read_result
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otelcar.report.aggregate_html import render_aggregate_html, write_aggregate_html
+    from otelcar.report.data import (
+        RolloutSampler,
+        report_sections,
+        timeline_section,
+        with_report_sections,
+    )
+    from otelcar.report.html import render_html, write_html
+    from otelcar.report.io import ReportError, read_result
+
+#: Where each public name lives. They load on first use, so a module that needs one report
+#: module (a schema, the diff page) does not load the attribution and statistics stack the
+#: HTML reports import.
+_HOMES = {
+    "render_aggregate_html": "aggregate_html",
+    "write_aggregate_html": "aggregate_html",
+    "RolloutSampler": "data",
+    "report_sections": "data",
+    "timeline_section": "data",
+    "with_report_sections": "data",
+    "render_html": "html",
+    "write_html": "html",
+    "ReportError": "io",
+    "read_result": "io",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'otelcar.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"otelcar.report.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ReportError",
