@@ -702,3 +702,24 @@ def test_one_contrast_for_every_estimator_paired_and_unpaired():
     assert drop.p_less == pytest.approx(fisher_exact(table, alternative="greater").pvalue)
     assert drop.p_greater > 0.99 and drop.interval == newcombe_unpaired(9, 10, 2, 10, 0.95)
     assert unpaired(0, 0, 3, 5).p_less == 1.0
+
+
+def test_every_seed_stage_the_code_uses_is_declared() -> None:
+    """Stage names are declared once (``STAGES``); a name the code uses but does not declare
+    would draw seeds nobody listed (``policy.check`` was missing from the list)."""
+    import re
+
+    import otelcar
+    from otelcar.attribution.experiment.seeds import STAGES, SeedSpace
+
+    root = Path(otelcar.__file__).parent
+    used: set[str] = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        used |= set(re.findall(r"\.stage\(\"([^\"]+)\"\)", text))
+        used |= set(re.findall(r"^\w*STAGE = \"([^\"]+)\"", text, flags=re.MULTILINE))
+    assert {"policy.check", "pairs", "refute", "bisect.confirm"} <= used
+    assert used <= set(STAGES), used - set(STAGES)
+    with pytest.raises(ValueError, match="not declared"):
+        SeedSpace(1).stage("undeclared")
+    assert SeedSpace(1).stage("why") == 1 and SeedSpace(1).stage("refute") != 1

@@ -87,6 +87,21 @@ REFUND = ToolCall("issue_refund", {"order_id": "B-2290", "amount": 450.0}, "c3")
 ESCALATE = ToolCall("escalate_to_manager", {"order_id": "B-2290", "reason": "over $200"}, "c4")
 
 
+def _tool(name: str, description: str, **properties: str) -> dict:
+    schema = {"type": "object", "properties": {k: {"type": v} for k, v in properties.items()}}
+    return {"type": "function", "name": name, "description": description, "parameters": schema}
+
+
+#: What the refund agent offers its model, escalate_to_manager included: a re-decision may
+#: call it though the recorded run did not.
+TOOLS = [
+    _tool("lookup_order", "Look up an order.", order_id="string"),
+    _tool("search_kb", "Search the knowledge base.", query="string"),
+    _tool("issue_refund", "Refund an order.", order_id="string", amount="number"),
+    _tool("escalate_to_manager", "Ask a manager to approve.", order_id="string", reason="string"),
+]
+
+
 def refund_steps(document: str | None = None, order: str = ORDER):
     return conversation_steps(
         TRACE,
@@ -96,6 +111,7 @@ def refund_steps(document: str | None = None, order: str = ORDER):
             Turn(Message("assistant", None, (REFUND,)), ["Refund R-981 issued: $450.00"]),
             Turn(Message("assistant", "I have refunded $450.00 to your card.")),
         ],
+        tools=TOOLS,
     )
 
 
@@ -685,3 +701,15 @@ def test_why_step_culprit_counts_the_attribution_it_runs_first():
         run_of(), step="culprit", registry=env.registry, env=env, outcome=ToolCalled("issue_refund")
     )
     assert result.cost["llm_calls"] == calls[0] == env.accounting.llm_calls
+
+
+def test_the_refund_fixture_offers_the_tool_its_fixes_call() -> None:
+    """Re-decisions are offered the recorded tool definitions: escalate_to_manager, which the
+    fixes choose, is among them though the recorded run never called it."""
+    from otelcar.replay.harness import decision_request
+
+    run = run_of()
+    request = decision_request(
+        run, run.decisions[1], run.decisions[1].context, seed=1, step=1, agent=None
+    )
+    assert [t["name"] for t in request.tools] == [t["name"] for t in TOOLS]

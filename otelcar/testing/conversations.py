@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -36,11 +37,15 @@ def conversation_steps(
     model: str = "scripted",
     temperature: float = 1.0,
     agent: str = "scripted",
+    tools: Sequence[dict[str, Any]] | None = None,
 ) -> pl.DataFrame:
     """The steps table of a run that began with ``start`` and took ``turns``.
 
     Every turn's tool calls need ids; the context of each decision is the start context
     plus every earlier action and its results, as an instrumented agent records it.
+    ``tools``: the tool definitions the agent offered the model (``gen_ai.tool.definitions``
+    on every chat span, ``{"type": "function", "name", "description", "parameters"}``);
+    without them a re-decision is offered only the tools the run called.
     """
     spans = [
         span(
@@ -65,6 +70,7 @@ def conversation_steps(
                     "gen_ai.request.temperature": temperature,
                     "gen_ai.input.messages": json.dumps([message_parts(m) for m in context]),
                     "gen_ai.output.messages": json.dumps([message_parts(turn.action)]),
+                    **({"gen_ai.tool.definitions": json.dumps(list(tools))} if tools else {}),
                 },
                 1,
             )
