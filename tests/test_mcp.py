@@ -36,7 +36,30 @@ TOOLS = {
     "fix",
     "list_results",
     "read_result",
+    "list_timelines",
+    "diff_timelines",
 }
+
+
+async def _timelines(session: ClientSession) -> None:
+    """The timeline _project kept, listed and diffed against the recorded run; an unknown
+    name is a one-line tool error."""
+    listed = await _call(session, "list_timelines", trace_id=NEW_CONTENT[:8])
+    _validate(listed, "timelines-list.schema.json")
+    assert [t["name"] for t in listed["timelines"]] == ["resampled"]
+    assert listed["timelines"][0]["rollouts"] and listed["trace_id"] == NEW_CONTENT
+    diff = await _call(session, "diff_timelines", trace_id=NEW_CONTENT, a="resampled")
+    _validate(diff, "diff.schema.json")
+    assert (diff["a"], diff["b"], diff["trace_id"]) == ("resampled", "recorded", NEW_CONTENT)
+    assert len(diff["rollouts"]) == len(listed["timelines"][0]["rollouts"])
+    parted = [r for r in diff["rollouts"] if r["parted_at"] is not None]
+    # nothing before the resampled step differs
+    assert all(r["recorded_step"] is None or r["recorded_step"] >= 4 for r in parted)
+    missing = await session.call_tool(
+        "diff_timelines", {"trace_id": NEW_CONTENT, "a": "no-such-timeline"}
+    )
+    assert missing.is_error and "Traceback" not in missing.content[0].text
+    assert "no-such-timeline" in missing.content[0].text
 
 
 def _project(tmp_path: Path) -> tuple[Path, Path]:
@@ -55,6 +78,11 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         cli, ["--store", str(store), "import", str(OTLP / "new_content.traces.jsonl")]
     )
     assert imported.exit_code == 0, imported.output
+    plan = ["--resample", "4", "-n", "4", "--save", "resampled"]
+    kept = CliRunner().invoke(
+        cli, ["--store", str(store), "rollout", NEW_CONTENT[:8], "-c", str(config), *plan]
+    )
+    assert kept.exit_code == 0, kept.output
     return store, config
 
 
@@ -195,6 +223,7 @@ def test_stdio_server_lists_shows_and_attributes(tmp_path: Path):
             ):
                 await _browse(session)
                 await _attribute(session)
+                await _timelines(session)
 
     anyio.run(main)
 

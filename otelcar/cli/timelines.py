@@ -163,22 +163,20 @@ def diff_command(
     ended; and where every rollout of A parted from B.
     """
     from otelcar.replay import load_run
-    from otelcar.replay.divergence import RECORDED, diff_timelines, recorded_path
-    from otelcar.replay.timelines import load_timeline
+    from otelcar.replay.divergence import diff_kept
     from otelcar.report.html_diff import write_diff_html
     from otelcar.report.timelines import diff_report
 
     full_id, steps = _trace_id(ctx, trace_id, config_path)
-    root = ctx.obj["store"]
-    first = load_timeline(root, full_id, a)
-    if b is None or b == RECORDED:
-        other: Any = recorded_path(load_run(full_id, steps), first.info.recorded_failed)
-    else:
-        other = load_timeline(root, full_id, b)
-    diff = diff_timelines(first, other, rollout=rollout, b_rollout=b_rollout)
-    document = diff.to_dict()
-    if all_steps:
-        document["detail"] = diff.detail.to_dict(shared_steps=True)
+    document = diff_kept(
+        ctx.obj["store"],
+        load_run(full_id, steps),
+        a,
+        b,
+        rollout=rollout,
+        b_rollout=b_rollout,
+        all_steps=all_steps,
+    )
     if html_path is not None:
         write_diff_html(html_path, document)
     if write_json(document, json_path):

@@ -151,3 +151,42 @@ def show_step(source: TraceSource, trace_id: str, step: int) -> dict[str, Any]:
         shown = ", ".join(map(str, known[:40])) + (" …" if len(known) > 40 else "")
         raise TraceNotFound(f"trace {loaded.trace_id} has no step {step} (steps: {shown})")
     return {"trace_id": loaded.trace_id, "step": step_view(rows.row(0, named=True))}
+
+
+def list_kept_timelines(source: TraceSource, store_root: Any, trace_id: str) -> dict[str, Any]:
+    """The timelines kept for one trace (``otelcar rollout --save``), as ``otelcar timelines
+    --json`` prints them (``schemas/timelines-list.schema.json``); unreadable ones are named
+    in ``problems``."""
+    from otelcar.replay.timelines import list_timelines
+
+    full_id = source.load(trace_id).trace_id
+    infos, problems = list_timelines(store_root, full_id)
+    return {"trace_id": full_id, "timelines": [i.to_dict() for i in infos], "problems": problems}
+
+
+def diff_kept_timelines(
+    source: TraceSource,
+    store_root: Any,
+    trace_id: str,
+    a: str,
+    b: str | None = None,
+    *,
+    rollout: int | None = None,
+    b_rollout: int | None = None,
+    all_steps: bool = False,
+) -> dict[str, Any]:
+    """Where kept timeline ``a`` parts from ``b`` (another timeline; ``None``: the recorded
+    run), as ``otelcar diff --json`` writes it (``schemas/diff.schema.json``)."""
+    from otelcar.replay import load_run
+    from otelcar.replay.divergence import diff_kept
+
+    loaded = source.load(trace_id)
+    return diff_kept(
+        store_root,
+        load_run(loaded.trace_id, loaded.steps),
+        a,
+        b,
+        rollout=rollout,
+        b_rollout=b_rollout,
+        all_steps=all_steps,
+    )

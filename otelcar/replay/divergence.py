@@ -27,6 +27,7 @@ from otelcar.replay.timelines import (
     RunPath,
     Timeline,
     TimelineError,
+    load_timeline,
 )
 
 DIFF_VERSION = 1
@@ -354,3 +355,29 @@ def diff_timelines(
         a_plan=a.info.plan_text,
         b_plan=b_plan,
     )
+
+
+def diff_kept(
+    store_root: Any,
+    run: RecordedRun,
+    a: str,
+    b: str | None = None,
+    *,
+    rollout: int | None = None,
+    b_rollout: int | None = None,
+    all_steps: bool = False,
+) -> dict[str, Any]:
+    """The diff document (``schemas/diff.schema.json``) of kept timeline ``a`` of ``run``'s
+    trace against timeline ``b`` (``None`` or ``"recorded"``: the recorded run, judged as
+    ``a`` judged it); ``all_steps`` adds the detailed rollouts' shared decisions. What
+    ``otelcar diff --json`` writes and the MCP tool ``diff_timelines`` returns."""
+    first = load_timeline(store_root, run.trace_id, a)
+    if b is None or b == RECORDED:
+        other: Timeline | RunPath = recorded_path(run, first.info.recorded_failed)
+    else:
+        other = load_timeline(store_root, run.trace_id, b)
+    diff = diff_timelines(first, other, rollout=rollout, b_rollout=b_rollout)
+    document = diff.to_dict()
+    if all_steps:
+        document["detail"] = diff.detail.to_dict(shared_steps=True)
+    return document
