@@ -75,6 +75,7 @@ def app_for(store: Path, config: Path | None = None) -> Any:
         runs_dir=store / "runs",
         config_path=config,
         allowed_hosts=["testserver"],
+        store_root=store,
     )
 
 
@@ -219,6 +220,36 @@ def test_unknown_trace_and_run_are_404(client):
     assert client.get("/runs/20990101-000000-abcdef").status_code == 404
     assert client.get("/runs/..%2F..%2Fetc").status_code == 404
     assert client.get("/results/nothing").status_code == 404
+
+
+def test_trace_page_lists_kept_timelines_and_links_their_diff(project):
+    """A timeline kept with `rollout --save` is listed on its trace's page and its link shows
+    where it parts from the recorded run; an unknown name is a 404, a bad one a 400."""
+    store, config = project
+    plan = ["--resample", "4", "-n", "3", "--save", "again-4"]
+    kept = CliRunner().invoke(
+        cli, ["--store", str(store), "rollout", TRACE[:8], "-c", str(config), *plan]
+    )
+    assert kept.exit_code == 0, kept.output
+    with TestClient(app_for(store, config)) as client:
+        page = client.get(f"/traces/{TRACE}")
+        assert page.status_code == 200
+        assert 'id="timelines"' in page.text and ">again-4</a>" in page.text
+        link = re.search(r'href="(/traces/[^"]+/timelines/[^"]+)"', page.text)
+        assert link is not None
+        diff = client.get(link.group(1))
+        assert diff.status_code == 200, diff.text[:500]
+        assert "Where the runs part" in diff.text and "A: again-4" in diff.text
+        assert client.get(f"/traces/{TRACE}/timelines/nothing-kept").status_code == 404
+        assert client.get(f"/traces/{TRACE}/timelines/..%2Fx").status_code in (400, 404)
+        # without a local store the console shows none
+        bare = create_app(
+            open_source=lambda: Store(store, create=False),
+            runs_dir=store / "runs",
+            allowed_hosts=["testserver"],
+        )
+        with TestClient(bare) as other:
+            assert 'id="timelines"' not in other.get(f"/traces/{TRACE}").text
 
 
 def hostile_store(directory: Path) -> tuple[Path, str]:

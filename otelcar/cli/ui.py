@@ -41,6 +41,7 @@ def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
         runs_dir=runs_dir(store_root),
         config_path=config_path,
         allowed_hosts=("127.0.0.1", "localhost"),
+        store_root=store_root,
     )
     click.echo(f"otelcar ui on http://127.0.0.1:{port}/ (Ctrl-C stops it)", err=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -36,7 +36,11 @@ from starlette.routing import Route
 
 from otelcar import __version__
 from otelcar.errors import OtelcarError, TraceNotFound
+from otelcar.replay import load_run
+from otelcar.replay.divergence import diff_kept
+from otelcar.replay.timelines import TimelineError, TimelineNotFound, list_timelines
 from otelcar.report import render_html
+from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceSource
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
@@ -119,11 +123,14 @@ def create_app(
     runs_dir: Path,
     config_path: Path | None = None,
     allowed_hosts: Sequence[str] = ("127.0.0.1", "localhost"),
+    store_root: Path | None = None,
 ) -> Starlette:
     """The console as an ASGI app. ``open_source()`` opens where traces are read (the store
     or a ``--source``; opened and closed per request); ``runs_dir`` is where runs are kept;
     ``config_path`` the ``otelcar.toml`` runs load (``None``: ./otelcar.toml when present);
-    ``allowed_hosts`` the ``Host`` names the app answers to."""
+    ``allowed_hosts`` the ``Host`` names the app answers to; ``store_root`` the local store
+    whose kept timelines (``otelcar rollout --save``) the trace pages list and diff
+    (``None``: none are shown)."""
     env = _environment()
 
     def load(trace_id: str) -> tuple[str, Any]:
@@ -169,6 +176,7 @@ def create_app(
             loaded = source.load(full)
         steps = steps_view(loaded.steps)
         runs = [r for r in manager.runs() if r.trace_id == full]
+        kept, problems = ([], []) if store_root is None else list_timelines(store_root, full)
         return page(
             "trace.html",
             title=f"trace {full}",
@@ -176,7 +184,17 @@ def create_app(
             steps=steps,
             bars=_timeline(steps),
             runs=runs,
+            timelines=[t.to_dict() for t in kept],
+            timeline_problems=problems,
         )
+
+    async def timeline_diff(request: Request) -> Response:
+        if store_root is None:
+            raise HTTPException(404, "this console shows no timelines (no local store)")
+        full, steps = load(request.path_params["trace_id"])
+        other = request.query_params.get("b") or None
+        document = diff_kept(store_root, load_run(full, steps), request.path_params["name"], other)
+        return HTMLResponse(render_diff_html(document))  # the page carries its own CSP
 
     async def start(request: Request) -> Response:
         same_origin(request)
@@ -240,6 +258,9 @@ def create_app(
         assert isinstance(exc, HTTPException)
         return page("error.html", exc.status_code, title="error", message=str(exc.detail))
 
+    async def bad_timeline(request: Request, exc: Exception) -> Response:
+        return page("error.html", 400, title="bad timeline", message=str(exc))
+
     async def library_error(request: Request, exc: Exception) -> Response:
         return page("error.html", 500, title="error", message=str(exc))
 
@@ -249,6 +270,7 @@ def create_app(
             Route("/traces", traces),
             Route("/traces/{trace_id}", trace),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
+            Route("/traces/{trace_id}/timelines/{name}", timeline_diff),
             Route("/runs", runs),
             Route("/runs/{run_id}", run_page),
             Route("/runs/{run_id}/cancel", cancel, methods=["POST"]),
@@ -260,6 +282,8 @@ def create_app(
         exception_handlers={
             TraceNotFound: not_found,
             RunError: not_found,
+            TimelineNotFound: not_found,
+            TimelineError: bad_timeline,
             HTTPException: http_error,
             OtelcarError: library_error,
         },
