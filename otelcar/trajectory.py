@@ -30,6 +30,9 @@ from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, encode_arguments
 
 _UNSET = object()
+#: A step's other attributes as sorted JSON (built once: ``json.dumps`` with options builds
+#: a new encoder per call).
+_ATTRIBUTES_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
 @dataclass(slots=True)
@@ -528,7 +531,7 @@ def _to_step(trace_id: str, row: _Row) -> dict[str, Any]:
         "synthesized": row.synthesized,
         "merged_span_ids": row.merged,
         "issues": [*info.issues, *row.issues],
-        "attributes": json.dumps(rest, ensure_ascii=False, sort_keys=True),
+        "attributes": _ATTRIBUTES_JSON(rest),
     }
 
 

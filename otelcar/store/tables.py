@@ -17,9 +17,8 @@ import polars as pl
 
 from otelcar.ingest.frames import LogFrame, SpanFrame
 
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+#: Built once: ``json.dumps`` with options builds a new encoder per call.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class _SharedJSON:
