@@ -83,7 +83,7 @@ def timelines_command(
 ) -> None:
     """List the timelines kept for a trace (`otelcar rollout … --save NAME` keeps one):
     name, plan, rollouts, how many failed, seed, when."""
-    from otelcar.replay.timelines import delete_timeline, list_timelines
+    from otelcar.replay.timelines import delete_timeline, timelines_document
     from otelcar.report.timelines import timelines_table
 
     full_id, _ = _trace_id(ctx, trace_id, config_path)
@@ -91,12 +91,12 @@ def timelines_command(
     if delete_name is not None:
         delete_timeline(root, full_id, delete_name)
         console(stderr=True).print(f"removed timeline {delete_name}", markup=False)
-    infos, problems = list_timelines(root, full_id)
-    for problem in problems:
+    listing = timelines_document(root, full_id)
+    for problem in listing["problems"]:
         console(stderr=True).print(f"warning: {problem}", style="yellow", markup=False)
-    documents = [i.to_dict() for i in infos]
+    documents = listing["timelines"]
     if as_json:
-        emit_json({"trace_id": full_id, "timelines": documents, "problems": problems})
+        emit_json(listing)
         return
     if delete_name is not None and not documents:
         return

@@ -157,11 +157,9 @@ def list_kept_timelines(source: TraceSource, store_root: Any, trace_id: str) -> 
     """The timelines kept for one trace (``otelcar rollout --save``), as ``otelcar timelines
     --json`` prints them (``schemas/timelines-list.schema.json``); unreadable ones are named
     in ``problems``."""
-    from otelcar.replay.timelines import list_timelines
+    from otelcar.replay.timelines import timelines_document
 
-    full_id = source.load(trace_id).trace_id
-    infos, problems = list_timelines(store_root, full_id)
-    return {"trace_id": full_id, "timelines": [i.to_dict() for i in infos], "problems": problems}
+    return timelines_document(store_root, source.load(trace_id).trace_id)
 
 
 def diff_kept_timelines(

@@ -389,6 +389,14 @@ def _read_info(folder: Path) -> TimelineInfo:
         raise TimelineError(f"timeline {folder.name!r} ({folder}) is damaged: {exc}") from None
 
 
+def timelines_document(store_root: str | Path, trace_id: str) -> dict[str, Any]:
+    """The timelines kept for ``trace_id`` as ``schemas/timelines-list.schema.json``:
+    ``{"trace_id", "timelines", "problems"}`` (what ``otelcar timelines --json`` prints and the
+    MCP tool ``list_timelines`` returns)."""
+    infos, problems = list_timelines(store_root, trace_id)
+    return {"trace_id": trace_id, "timelines": [i.to_dict() for i in infos], "problems": problems}
+
+
 def list_timelines(store_root: str | Path, trace_id: str) -> tuple[list[TimelineInfo], list[str]]:
     """``(timelines, problems)``: the timelines kept for ``trace_id``, oldest first, and one
     line per folder that could not be read (listed, never fatal)."""

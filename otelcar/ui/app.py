@@ -38,7 +38,7 @@ from otelcar import __version__
 from otelcar.errors import OtelcarError, TraceNotFound
 from otelcar.replay import load_run
 from otelcar.replay.divergence import diff_kept
-from otelcar.replay.timelines import TimelineError, TimelineNotFound, list_timelines
+from otelcar.replay.timelines import TimelineError, TimelineNotFound, timelines_document
 from otelcar.report import render_html
 from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
@@ -176,7 +176,7 @@ def create_app(
             loaded = source.load(full)
         steps = steps_view(loaded.steps)
         runs = [r for r in manager.runs() if r.trace_id == full]
-        kept, problems = ([], []) if store_root is None else list_timelines(store_root, full)
+        kept = {} if store_root is None else timelines_document(store_root, full)
         return page(
             "trace.html",
             title=f"trace {full}",
@@ -184,8 +184,8 @@ def create_app(
             steps=steps,
             bars=_timeline(steps),
             runs=runs,
-            timelines=[t.to_dict() for t in kept],
-            timeline_problems=problems,
+            timelines=kept.get("timelines", []),
+            timeline_problems=kept.get("problems", []),
         )
 
     async def timeline_diff(request: Request) -> Response:
