@@ -60,3 +60,16 @@ def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPath
     log = tmp_path_factory.mktemp("local-model") / "server.log"
     with ModelServer(local_model_path, log_path=log) as server:
         yield server
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a ``slow`` test run first, each kept whole (its module fixtures set up
+    once), the rest in their usual order. On `make test`'s two workers the reduced demo
+    (tests/test_demo_e2e.py, most of the suite's time) then starts at once beside the others
+    instead of after them: the suite's wall time is the demo's, not the demo's plus a share."""
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    slow_modules = {module(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: module(item) not in slow_modules)  # stable
