@@ -27,6 +27,7 @@ import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -257,7 +258,15 @@ class Timeline:
     def rollout_steps(self, index: int) -> pl.DataFrame:
         """The steps of rollout ``index`` (:data:`ROLLOUT_SCHEMA`)."""
         self.info.rollout(index)
-        return self.steps.filter(pl.col("rollout") == index)
+        return self._by_rollout.get(index, self.steps.clear())
+
+    @cached_property
+    def _by_rollout(self) -> dict[int, pl.DataFrame]:
+        """The steps split by rollout once: a diff walks every rollout, and filtering the
+        whole table for each was work in rollouts × rows."""
+        return {
+            key[0]: frame for key, frame in self.steps.partition_by("rollout", as_dict=True).items()
+        }
 
     def path(self, index: int) -> RunPath:
         """Rollout ``index`` as a :class:`RunPath` (label ``NAME#index``)."""
