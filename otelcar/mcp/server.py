@@ -25,6 +25,9 @@ from otelcar import __version__
 from otelcar.contracts import SCHEMA_FILES
 from otelcar.errors import OtelcarError
 from otelcar.mcp import queries, results, runs
+from otelcar.replay import load_run
+from otelcar.replay.divergence import diff_kept
+from otelcar.replay.timelines import timelines_document
 
 log = logging.getLogger("otelcar.mcp")
 
@@ -433,7 +436,8 @@ def build_server(context: runs.RunContext) -> MCPServer:
 
         def read() -> dict[str, Any]:
             with read_source() as source:
-                return queries.list_kept_timelines(source, context.store_root, trace_id)
+                full_id = source.load(trace_id).trace_id
+            return timelines_document(context.store_root, full_id)
 
         return checked("list_timelines", await in_thread(read))
 
@@ -463,16 +467,16 @@ def build_server(context: runs.RunContext) -> MCPServer:
 
         def read() -> dict[str, Any]:
             with read_source() as source:
-                return queries.diff_kept_timelines(
-                    source,
-                    context.store_root,
-                    trace_id,
-                    a,
-                    b,
-                    rollout=rollout,
-                    b_rollout=b_rollout,
-                    all_steps=all_steps,
-                )
+                loaded = source.load(trace_id)
+            return diff_kept(
+                context.store_root,
+                load_run(loaded.trace_id, loaded.steps),
+                a,
+                b,
+                rollout=rollout,
+                b_rollout=b_rollout,
+                all_steps=all_steps,
+            )
 
         return checked("diff_timelines", await in_thread(read))
 

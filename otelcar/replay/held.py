@@ -104,7 +104,8 @@ class HeldWalk:
                 plays.append(call_key(call.name, call.arguments))
                 obs = ReplayedObservation(call, hit[0], hit[1], "cassette")
             observations.append(obs)
-        self._contexts.adopt_held(k, action, observations, self._contexts.latest)
+        self._contexts.set_action(k, action, changed=False)
+        self._contexts.set_observations(k, observations, ())
         return HeldStep(
             recorded,
             context,

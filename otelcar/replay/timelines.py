@@ -258,7 +258,8 @@ class Timeline:
     def rollout_steps(self, index: int) -> pl.DataFrame:
         """The steps of rollout ``index`` (:data:`ROLLOUT_SCHEMA`)."""
         self.info.rollout(index)
-        return self._by_rollout.get(index, self.steps.clear())
+        found = self._by_rollout.get(index)
+        return found if found is not None else self.steps.clear()
 
     @cached_property
     def _by_rollout(self) -> dict[int, pl.DataFrame]:
