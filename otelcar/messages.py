@@ -165,6 +165,32 @@ def decode_arguments(text: str | None) -> Arguments:
     return json.loads(text)
 
 
+def survives_encoding(arguments: Any) -> bool:
+    """Whether ``decode_arguments(encode_arguments(arguments))`` gives back an equal value of
+    the same types (so the round trip can be skipped): strings, integers, finite floats,
+    booleans and ``None``, in lists and in dicts with string keys, nested. A tuple (read back
+    as a list), a non-string key, NaN or another type does not."""
+    pending = [arguments]
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
+        if kind is float:
+            if value - value != 0.0:  # inf and NaN are not JSON
+                return False
+        elif kind is dict:
+            for key, item in value.items():
+                if type(key) is not str:
+                    return False
+                pending.append(item)
+        elif kind is list:
+            pending.extend(value)
+        else:
+            return False
+    return True
+
+
 def canonical(arguments: Any) -> str:
     """Tool-call arguments as one comparable string: a string as is, anything else as JSON
     with sorted keys."""

@@ -404,6 +404,44 @@ def test_a_plan_aimed_at_what_the_run_does_not_have_is_an_error():
     check_plan(run, Plan((Resample(decisions[0]), Observe(decisions[0], "ok", call=0))))
 
 
+def test_a_plan_is_checked_once_per_run_and_a_bad_plan_fails_every_time(monkeypatch):
+    # Every rollout of a plan replays the same run: the check runs once per (run, plan).
+    import otelcar.replay.harness as harness
+    from otelcar.replay import PlanError
+
+    checks: list[tuple[object, object]] = []
+    real = harness.check_plan
+
+    def counting(run, plan):
+        checks.append((run, plan))
+        real(run, plan)
+
+    monkeypatch.setattr(harness, "check_plan", counting)
+    run = load_run(TRACE, branching_trace())
+    other = load_run(TRACE, branching_trace())
+    env = _env(search=lambda r: "B-result")
+    plan = Plan((Resample(run.decisions[0].step),))
+    for index in range(3):
+        run_sync(harness.replay(run, plan, env, rollout=index))
+    assert checks == [(run, plan)]
+    run_sync(harness.replay(other, plan, env))  # another run: checked again
+    assert checks == [(run, plan), (other, plan)]
+    bad = Plan((Do(999, Message("assistant", "x")),))
+    for _ in range(2):
+        with pytest.raises(PlanError, match="is not a step of"):
+            run_sync(harness.replay(run, bad, env))
+    assert len(checks) == 4
+
+
+def test_an_outcome_is_bound_once_per_environment():
+    from otelcar.outcome import ToolCalled
+
+    env = _env(search=lambda r: "B-result")
+    outcome = ToolCalled("search")
+    assert env.bind(outcome) is env.bind(outcome)
+    assert env.bind(ToolCalled("search")) == env.bind(outcome)
+
+
 def test_replay_slack_from_the_budget_bounds_a_diverged_rollout():
     # `[replay] slack` was parsed and ignored: every rollout got the default 4.
     from otelcar.replay.harness import replay

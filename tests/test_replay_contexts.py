@@ -165,7 +165,7 @@ def test_digest_chain_is_order_and_boundary_sensitive() -> None:
 def test_replaced_request_never_keeps_a_stale_digest() -> None:
     request = DecisionRequest(
         messages=(Message("user", "one"),), tools=None, params={}, model=None, seed=1, step=0
-    ).knowing_chain(MessageChain().extended([Message("user", "one")]))
+    ).knowing(MessageChain().extended([Message("user", "one")]))
     other = dataclasses.replace(request, messages=(Message("user", "two"),))
     assert other.cache_key("p") != request.cache_key("p")
     assert other.cache_key("p") == DecisionRequest(

@@ -9,7 +9,6 @@ Policies are async; plain functions are wrapped by the classes of
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,6 +18,7 @@ from otelcar.policies.digest import (
     MessageChain,
     canonical_json,
     messages_digest,
+    request_digest,
     tools_digest,
 )
 
@@ -51,13 +51,19 @@ class DecisionRequest:
     _messages_chain: MessageChain | None = field(
         default=None, init=False, compare=False, repr=False
     )
+    _params_json: str | None = field(default=None, init=False, compare=False, repr=False)
 
-    def knowing_chain(self, chain: MessageChain | None) -> DecisionRequest:
+    def knowing(
+        self, chain: MessageChain | None, params_json: str | None = None
+    ) -> DecisionRequest:
         """This request, told the digest chain of its messages (:mod:`otelcar.policies.digest`)
-        by a caller that built it incrementally (the replay harness); ``None`` leaves it to be
-        computed. The field is not an ``__init__`` argument, so ``dataclasses.replace`` (new
-        messages) starts without it and never carries a stale digest."""
+        and the canonical JSON of its parameters (:func:`~otelcar.policies.digest.params_json`)
+        by a caller that has them (the replay harness: built incrementally, or remembered per
+        recorded decision); ``None`` leaves them to be computed. The fields are not
+        ``__init__`` arguments, so ``dataclasses.replace`` starts without them and never
+        carries a stale digest."""
         object.__setattr__(self, "_messages_chain", chain)
+        object.__setattr__(self, "_params_json", params_json)
         return self
 
     def cache_key(self, policy: str) -> str:
@@ -69,9 +75,10 @@ class DecisionRequest:
             if self._messages_chain is not None
             else messages_digest(self.messages)
         )
-        # a list, in this order: cheaper to encode than a dict whose keys are sorted
-        payload = [policy, messages, tools_digest(self.tools), self.params, self.model, self.seed]
-        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+        params = self._params_json if self._params_json is not None else canonical_json(self.params)
+        return request_digest(
+            policy, messages, tools_digest(self.tools), params, self.model, self.seed
+        )
 
 
 @dataclass(frozen=True, slots=True)

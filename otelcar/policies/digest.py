@@ -1,8 +1,9 @@
 """Digests that identify a decision request for the request cache.
 
-A context's digest is a hash chain over its messages: ``c₀ = H("otelcar.messages.v1")``,
-``cᵢ₊₁ = H(cᵢ ‖ H(mᵢ))``, where ``H(m)`` hashes the message's canonical JSON
-(:meth:`~otelcar.messages.Message.to_dict`, sorted keys). A context that extends another
+A context's digest is a hash chain over its messages: ``c₀ = H("otelcar.messages.v2")``,
+``cᵢ₊₁ = H(cᵢ ‖ H(mᵢ))``, where ``H(m)`` hashes the message's canonical JSON: its fields as
+a JSON array in the order of :class:`~otelcar.messages.Message`, each tool call as
+``[id, name, arguments]``, every object's keys sorted. A context that extends another
 continues its chain (:class:`MessageChain`), so the replay harness, whose contexts grow by
 a few messages per decision, hashes each message once per rollout instead of the whole
 context at every re-decision; anyone else computes the same digest from the messages
@@ -14,18 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from otelcar.identity import IdentityMemo
 from otelcar.messages import Message
 
-_SEED = hashlib.sha256(b"otelcar.messages.v1").digest()
+_SEED = hashlib.sha256(b"otelcar.messages.v2").digest()
 #: Message digests remembered: every rollout's contexts reuse the recorded messages.
 _MESSAGE_DIGESTS: IdentityMemo[Message, bytes] = IdentityMemo(1 << 16)
 #: Tool-definition digests remembered: the harness passes the same tuple for every
 #: re-decision of a run.
 _TOOLS_DIGESTS: IdentityMemo[tuple[dict[str, Any], ...], str] = IdentityMemo(256)
+#: Parameters' canonical JSON remembered: the harness asks it of each recorded decision's
+#: parameters again at every re-decision.
+_PARAMS_JSON: IdentityMemo[Mapping[str, Any], str] = IdentityMemo(1 << 12)
 
 
 #: One encoder for every digest: ``json.dumps`` with options builds a new encoder per call.
@@ -44,7 +49,16 @@ def message_digest(message: Message) -> bytes:
 
 
 def _message_digest(message: Message) -> bytes:
-    return hashlib.sha256(canonical_json(message.to_dict()).encode("utf-8")).digest()
+    # an array in field order: no keys to sort but the arguments' (see the module docstring)
+    fields = [
+        message.role,
+        message.content,
+        [[call.id, call.name, call.arguments] for call in message.tool_calls],
+        message.tool_call_id,
+        message.name,
+        message.reasoning,
+    ]
+    return hashlib.sha256(canonical_json(fields).encode("utf-8")).digest()
 
 
 class MessageChain:
@@ -67,6 +81,19 @@ class MessageChain:
         return MessageChain(self, added) if added else self
 
     def hexdigest(self) -> str:
+        state = self._state
+        if state is None:
+            parent = self._parent
+            if parent is not None and parent._state is not None:  # the common case: one link
+                state = parent._state
+                for message in self._messages:
+                    state = hashlib.sha256(state + message_digest(message)).digest()
+                self._state = state
+            else:
+                return self._walk()
+        return state.hex()
+
+    def _walk(self) -> str:
         pending: list[MessageChain] = []
         node: MessageChain | None = self
         while node is not None and node._state is None:
@@ -97,3 +124,33 @@ def tools_digest(tools: tuple[dict[str, Any], ...] | None) -> str | None:
 
 def _tools_digest(tools: tuple[dict[str, Any], ...]) -> str:
     return hashlib.sha256(canonical_json(list(tools)).encode("utf-8")).hexdigest()
+
+
+def params_json(params: Mapping[str, Any]) -> str:
+    """The canonical JSON of sampling parameters (remembered for the object: a recorded
+    decision's parameters are not changed after the run is loaded)."""
+    return _PARAMS_JSON.get(params, canonical_json)
+
+
+def request_digest(
+    policy: str,
+    messages: str,
+    tools: str | None,
+    params: str,
+    model: str | None,
+    seed: int,
+) -> str:
+    """The digest of one decision request from its parts (``messages`` and ``tools``: their
+    digests; ``params``: the parameters' canonical JSON). The parts are joined unambiguously:
+    the strings as JSON literals, the digests as hex, the seed as an integer."""
+    text = "\x1f".join(
+        (
+            encode_basestring(policy),
+            messages,
+            tools or "-",
+            params,
+            "null" if model is None else encode_basestring(model),
+            str(seed),
+        )
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

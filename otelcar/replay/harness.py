@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.errors import OtelcarError
+from otelcar.identity import IdentityMemo
 from otelcar.messages import Message
 from otelcar.policies.base import (
     Decision,
@@ -33,7 +34,7 @@ from otelcar.policies.base import (
     PolicyUnavailable,
     ToolRequest,
 )
-from otelcar.policies.digest import MessageChain
+from otelcar.policies.digest import MessageChain, params_json
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.cassette import Cassette
 from otelcar.replay.contexts import ReplayedObservation, RolloutContexts
@@ -129,6 +130,9 @@ class Environment:
     accounting: Accounting = field(default_factory=Accounting)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     _pending: dict[str, asyncio.Future[Decision | None]] = field(default_factory=dict)
+    _bound_outcomes: IdentityMemo[Any, Any] = field(
+        default_factory=lambda: IdentityMemo(64), repr=False, compare=False
+    )
 
     def semaphore(self, name: str, limit: int) -> asyncio.Semaphore:
         if name not in self._semaphores:
@@ -180,8 +184,9 @@ class Environment:
         through this environment: counted, budgeted and cached like the agent's own calls.
         Outcomes are walked as dataclasses (fields holding a policy, an outcome, or a tuple
         of outcomes), so third-party outcomes built the same way are bound too; binding
-        twice is binding once."""
-        return _bound(outcome, self)
+        twice is binding once. The bound outcome is remembered per outcome object (every
+        rollout of a run binds the same one)."""
+        return self._bound_outcomes.get(outcome, lambda value: _bound(value, self))
 
 
 @dataclass(frozen=True)
@@ -249,7 +254,7 @@ def decision_request(
         seed=seed,
         step=step,
         agent=agent,
-    ).knowing_chain(chain)
+    ).knowing(chain, params_json(recorded.params) if recorded else "{}")
 
 
 @dataclass(slots=True)
@@ -298,7 +303,7 @@ async def replay(
 ) -> Rollout:
     """Run one rollout of ``plan``; never raises for a policy failure (the rollout records it).
     A plan that does not fit the run raises :class:`PlanError` first (:func:`check_plan`)."""
-    check_plan(run, plan)
+    _check_plan_once(run, plan)
     slack = env.budget.slack if slack is None else slack
     result = Rollout(index=rollout, seed=base_seed, plan=plan)
     state = RolloutContexts(run)
@@ -399,6 +404,19 @@ async def replay(
     except Exception as exc:
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
     return result
+
+
+#: The plans already checked against each of the latest few runs (a plan's rollouts all
+#: replay the same run): id → plan, the plan kept so its id is not reused.
+_CHECKED_PLANS: IdentityMemo[RecordedRun, dict[int, Plan]] = IdentityMemo(8)
+
+
+def _check_plan_once(run: RecordedRun, plan: Plan) -> None:
+    """:func:`check_plan`, once per (run, plan) object pair."""
+    checked = _CHECKED_PLANS.get(run, lambda _: {})
+    if checked.get(id(plan)) is not plan:
+        check_plan(run, plan)
+        checked[id(plan)] = plan
 
 
 def check_plan(run: RecordedRun, plan: Plan) -> None:

@@ -15,8 +15,16 @@ from typing import Any
 import polars as pl
 
 from otelcar.identity import IdentityMemo
-from otelcar.messages import MESSAGE_DTYPE, Message, ToolCall, decode_arguments, encode_arguments
+from otelcar.messages import (
+    MESSAGE_DTYPE,
+    Message,
+    ToolCall,
+    decode_arguments,
+    encode_arguments,
+    survives_encoding,
+)
 from otelcar.outcome import Outcome, RunEvent, judges_events
+from otelcar.replay.contexts import ReplayedObservation
 from otelcar.replay.harness import Rollout
 
 ROLLOUT_SCHEMA = pl.Schema(
@@ -92,34 +100,48 @@ def rollout_steps(rollout: Rollout) -> pl.DataFrame:
 #: same objects in every rollout.
 _TABLE_MESSAGES: IdentityMemo[Message, Message] = IdentityMemo(1 << 15)
 _TABLE_ARGUMENTS: IdentityMemo[ToolCall, Any] = IdentityMemo(1 << 15)
+#: The events of held decisions' observations, remembered: a held decision adopts the same
+#: observation objects in every rollout (``replay/held.py``).
+_HELD_EVENTS: IdentityMemo[ReplayedObservation, RunEvent] = IdentityMemo(1 << 15)
 
 
 def rollout_events(rollout: Rollout) -> list[RunEvent]:
     """The rollout's decisions and tool calls as events, with arguments and outputs passed
     through the table's encoding, so an outcome sees what it would read from the table."""
     events: list[RunEvent] = []
+    append = events.append
     for decision in rollout.decisions:
         action = decision.action
-        events.append(
+        append(
             RunEvent("llm", None if action is None else _TABLE_MESSAGES.get(action, _as_in_table))
         )
-        for obs in decision.observations:
-            events.append(
-                RunEvent(
-                    "tool",
-                    tool_name=obs.call.name,
-                    arguments=_TABLE_ARGUMENTS.get(obs.call, _arguments_as_in_table),
-                    result=obs.result,
-                )
-            )
+        if decision.origin == "recorded" and not decision.diverged_before:
+            for obs in decision.observations:
+                append(_HELD_EVENTS.get(obs, _tool_event))
+        else:
+            for obs in decision.observations:
+                append(_tool_event(obs))
     return events
 
 
+def _tool_event(obs: ReplayedObservation) -> RunEvent:
+    return RunEvent(
+        "tool",
+        tool_name=obs.call.name,
+        arguments=_TABLE_ARGUMENTS.get(obs.call, _arguments_as_in_table),
+        result=obs.result,
+    )
+
+
 def _as_in_table(message: Message) -> Message:
+    if all(survives_encoding(call.arguments) for call in message.tool_calls):
+        return message  # the round trip would give an equal message
     return Message.from_row(message.to_row())
 
 
 def _arguments_as_in_table(call: ToolCall) -> Any:
+    if survives_encoding(call.arguments):
+        return call.arguments
     return decode_arguments(encode_arguments(call.arguments))
 
 
