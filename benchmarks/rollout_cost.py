@@ -11,8 +11,11 @@ framework's) and attributes it twice in the same run, with the same seed:
 
 Both must give the same verdict, rollouts and policy calls (the script exits 1 otherwise).
 When the peer agent_replay is installed (``pip install -r benchmarks/requirements-peers.txt``:
-a benchmark-only requirement), its ``attribute`` runs in the same process on the chain agent
-of ``reference/peers.md`` §4.1, and the ratio of CPU per policy call is printed.
+a benchmark-only requirement), its ``attribute`` runs in the same process on two agents, and
+the ratio of CPU per policy call is printed for each: the chain agent of
+``reference/peers.md`` §4.1 (LLM steps only: the agent of issue 19's figure), and the same
+chain with a tool call after every LLM step (the shape of otelcar's scenario, whose every
+decision calls a tool: the same work per policy call on both sides).
 It prints CPU time (this process), policy calls, rollouts, CPU per policy call and per
 rollout, and the ratio of the two outcome kinds. Timings are printed, never asserted.
 
@@ -56,12 +59,15 @@ def measure(n: int, outcome_kind: str, seed: int, rollouts: int | None) -> dict:
 PEER_ROLLOUTS = 60
 
 
-def measure_peer(steps: int, seed: int) -> dict | None:
+def measure_peer(steps: int, seed: int, *, tools: bool = False) -> dict | None:
     """agent_replay's framework CPU per policy call, on the chain agent of
     ``reference/peers.md`` §4.1 with ``steps`` steps (each step's inputs hold the previous
     output, 3-way benign noise everywhere, step ``0.6 · steps`` emits BAD w.p. 0.6;
-    contrastive, R = 60), in this process. ``None`` when agent_replay is not installed
-    (``pip install -r benchmarks/requirements-peers.txt``)."""
+    contrastive, R = 60), in this process. With ``tools`` every LLM step is followed by a
+    tool call (``ctx.tool("act", …)``, not resamplable) whose result is the next step's
+    input: the shape of otelcar's scenario, where every decision calls the tool ``act``.
+    Policy calls are the LLM steps' ``produce`` calls. ``None`` when agent_replay is not
+    installed (``pip install -r benchmarks/requirements-peers.txt``)."""
     try:
         import agent_replay
     except ImportError:
@@ -78,8 +84,13 @@ def measure_peer(steps: int, seed: int) -> dict | None:
                     return "BAD"
                 return f"s{i}-{ctx.rng.randrange(3)}"
 
-            previous = ctx.llm(f"step{i}", produce, previous=previous)
-            bad = bad or previous == "BAD"
+            action = ctx.llm(f"step{i}", produce, previous=previous)
+            bad = bad or action == "BAD"
+            previous = (
+                ctx.tool("act", lambda a=action: f"ok: {a}", resamplable=False, action=action)
+                if tools
+                else action
+            )
         return {"bad": bad}
 
     def verifier(result: dict) -> float:
@@ -95,7 +106,8 @@ def measure_peer(steps: int, seed: int) -> dict | None:
     start = time.process_time()
     result = agent_replay.attribute(trajectory, agent, verifier, rollouts=PEER_ROLLOUTS)
     cpu = time.process_time() - start
-    culprit = getattr(getattr(result, "culprit", None), "index", None)
+    found = getattr(result, "culprit", None)
+    culprit = getattr(found, "name", None) or getattr(found, "index", None)
     return {
         "cpu_s": cpu,
         "calls": calls[0],
@@ -136,15 +148,18 @@ def main(argv: list[str] | None = None) -> int:
     rounds = max(1, args.repeat)
     for n in (int(x) for x in args.sizes.split(",")):
         rows: dict[str, dict] = {}
-        peer: dict | None = None
-        for _ in range(rounds):  # interleaved, so a slow spell of the machine hits all three
+        peers: dict[bool, dict] = {}
+        for _ in range(rounds):  # interleaved, so a slow spell of the machine hits all
             for kind in ("function", "tool_called"):
                 row = measure(n, kind, args.seed, args.rollouts)
                 if kind not in rows or row["cpu_s"] < rows[kind]["cpu_s"]:
                     rows[kind] = row
-            mine = None if args.no_peer else measure_peer(n, args.seed)
-            if mine is not None and (peer is None or mine["cpu_s"] < peer["cpu_s"]):
-                peer = mine
+            for tools in (False, True):
+                mine = None if args.no_peer else measure_peer(n, args.seed, tools=tools)
+                if mine is not None and (
+                    tools not in peers or mine["cpu_s"] < peers[tools]["cpu_s"]
+                ):
+                    peers[tools] = mine
         for kind, row in rows.items():
             print(
                 f"| {n} | {kind} | {row['cpu_s']:.2f} | {row['calls']} | {row['rollouts']} | "
@@ -163,21 +178,27 @@ def main(argv: list[str] | None = None) -> int:
             f"same result: {same}"
         )
         failed |= not same
-        if peer is None:
+        if not peers:
             print(
                 "agent_replay: skipped (--no-peer)"
                 if args.no_peer
                 else "agent_replay: not measured (pip install -r benchmarks/requirements-peers.txt)"
             )
             continue
-        peer_ms = peer["cpu_s"] / max(peer["calls"], 1) * 1e3
-        print(
-            f"agent_replay {peer['version']} (same run): {n}-step chain agent, contrastive "
-            f"R={PEER_ROLLOUTS}: CPU {peer['cpu_s']:.2f} s, {peer['calls']} policy calls, "
-            f"{peer_ms:.3f} ms / call, culprit step {peer['culprit']}; otelcar (tool_called) / "
-            f"agent_replay CPU per policy call = {ours * 1e3 / peer_ms:.1f}× (goal: ≤ 2×); "
-            f"least CPU of {rounds} interleaved rounds"
-        )
+        for tools, peer in sorted(peers.items()):
+            peer_ms = peer["cpu_s"] / max(peer["calls"], 1) * 1e3
+            agent = (
+                "the same shape as otelcar's scenario (a tool call after every LLM step)"
+                if tools
+                else "the chain agent of peers.md §4.1 (LLM steps only, no tool calls)"
+            )
+            print(
+                f"agent_replay {peer['version']} (same run), {n} steps, {agent}: contrastive "
+                f"R={PEER_ROLLOUTS}: CPU {peer['cpu_s']:.2f} s, {peer['calls']} policy calls, "
+                f"{peer_ms:.3f} ms / call, culprit {peer['culprit']}; otelcar (tool_called) / "
+                f"agent_replay CPU per policy call = {ours * 1e3 / peer_ms:.1f}× (goal: ≤ 2×); "
+                f"least CPU of {rounds} interleaved rounds"
+            )
     if failed:
         print("FAILED: the two outcome kinds disagreed", file=sys.stderr)
     return 1 if failed else 0
