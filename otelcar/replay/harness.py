@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ from otelcar.replay.held import held_walk
 from otelcar.replay.plan import (
     Do,
     EditContext,
+    Intervention,
     Observe,
     Plan,
     PlanError,
@@ -326,7 +328,7 @@ async def replay(
                 )
                 return result
             step = recorded.step if recorded else None
-            interventions = plan.at(step) if step is not None else []
+            interventions = plan.at(step) if step is not None else ()
             seed = derive_seed(base_seed, rollout, k)
             held = walk.step(k) if not diverged and not interventions else None
             if held is not None:  # the shared held replay of this decision (replay/held.py)
@@ -481,7 +483,7 @@ def _context(
 async def _decide(
     replayed: ReplayedDecision,
     recorded: RecordedDecision | None,
-    interventions: list,
+    interventions: Sequence[Intervention],
     context: list[Message] | None,
     chain: MessageChain | None,
     run: RecordedRun,
@@ -553,7 +555,7 @@ async def _decide(
 async def _execute(
     replayed: ReplayedDecision,
     recorded: RecordedDecision | None,
-    interventions: list,
+    interventions: Sequence[Intervention],
     cassette: Cassette,
     env: Environment,
     state: RolloutContexts,

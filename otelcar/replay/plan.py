@@ -241,16 +241,24 @@ class Plan:
         extra = other.interventions if isinstance(other, Plan) else (other,)
         return Plan(self.interventions + extra)
 
-    def at(self, step: int) -> list[Intervention]:
+    def at(self, step: int) -> tuple[Intervention, ...]:
         """Interventions addressed to ``step`` (SwapModel ranges included), in plan order.
-        An index by step is built on first use, so a rollout's look-ups are linear in its
-        decisions, not decisions × interventions."""
-        index = self._by_step
-        positions = index.get(step, ())
-        ranges = [i for i in index.get(None, ()) if self.interventions[i].covers(step)]
-        if ranges:
-            positions = tuple(sorted((*positions, *ranges)))
-        return [self.interventions[i] for i in positions]
+        Each step's answer is computed once per plan (every rollout of a plan asks the same
+        steps), so a rollout's look-ups are linear in its decisions, not decisions ×
+        interventions."""
+        found = self._at.get(step)
+        if found is None:
+            index = self._by_step
+            positions = index.get(step, ())
+            ranges = [i for i in index.get(None, ()) if self.interventions[i].covers(step)]
+            if ranges:
+                positions = tuple(sorted((*positions, *ranges)))
+            found = self._at[step] = tuple(self.interventions[i] for i in positions)
+        return found
+
+    @cached_property
+    def _at(self) -> dict[int, tuple[Intervention, ...]]:
+        return {}
 
     @cached_property
     def _by_step(self) -> dict[int | None, tuple[int, ...]]:
