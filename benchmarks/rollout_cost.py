@@ -19,13 +19,16 @@ decision calls a tool: the same work per policy call on both sides).
 It prints CPU time (this process), policy calls, rollouts, CPU per policy call and per
 rollout, and the ratio of the two outcome kinds. Timings are printed, never asserted.
 
-Run ``python benchmarks/rollout_cost.py`` (``--sizes 10,30`` by default, about a minute on
-2 cores). See ``benchmarks/README.md``.
+Each measurement runs in a fresh interpreter (``--in-process`` keeps them in this one), in
+``--repeat`` interleaved rounds, and the table keeps each one's least CPU. Run ``python
+benchmarks/rollout_cost.py`` (``--sizes 10,30`` by default, about three minutes on 2 cores).
+See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import subprocess
 import sys
@@ -116,6 +119,35 @@ def measure_peer(steps: int, seed: int, *, tools: bool = False) -> dict | None:
     }
 
 
+def isolated(what: str, n: int, seed: int, rollouts: int | None) -> dict | None:
+    """One measurement (``function``, ``tool_called``, ``peer`` or ``peer-tools``) in a fresh
+    interpreter, warmed on a 3-step trace first, so no measurement runs on a heap another one
+    grew (both libraries remember things per process, and a bigger heap makes every later
+    garbage collection slower)."""
+    command = [sys.executable, __file__, "--measure", what, "--sizes", str(n), "--seed", str(seed)]
+    if rollouts is not None:
+        command += ["--rollouts", str(rollouts)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"measurement {what} n={n} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure_one(
+    what: str, n: int, seed: int, rollouts: int | None, *, warm: bool = False
+) -> dict | None:
+    """One measurement; ``warm``: after the same one on a 3-step trace, so the timed run pays
+    no first-use costs (modules loaded on first use, code paths run once) but shares no
+    remembered values with it (another trace)."""
+    if warm:
+        measure_one(what, 3, seed + 1, rollouts)
+    if what in ("function", "tool_called"):
+        row = measure(n, what, seed, rollouts)
+        row["verdict"] = list(row["verdict"])
+        return row
+    return measure_peer(n, seed, tools=what == "peer-tools")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,30", help="trace lengths (decisions)")
@@ -131,7 +163,19 @@ def main(argv: list[str] | None = None) -> int:
         help="rounds per size, each running otelcar's two outcome kinds and the peer in turn; "
         "the table keeps each one's least CPU (the machine's speed drifts between runs)",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run every measurement in this process (quicker; by default each runs in a "
+        "fresh interpreter)",
+    )
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # one isolated measurement
     args = parser.parse_args(argv)
+    if args.measure:
+        n = int(args.sizes.split(",")[0])
+        print(json.dumps(measure_one(args.measure, n, args.seed, args.rollouts, warm=True)))
+        return 0
+    run_one = measure_one if args.in_process else isolated
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -151,11 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         peers: dict[bool, dict] = {}
         for _ in range(rounds):  # interleaved, so a slow spell of the machine hits all
             for kind in ("function", "tool_called"):
-                row = measure(n, kind, args.seed, args.rollouts)
+                row = run_one(kind, n, args.seed, args.rollouts)
+                assert row is not None
                 if kind not in rows or row["cpu_s"] < rows[kind]["cpu_s"]:
                     rows[kind] = row
             for tools in (False, True):
-                mine = None if args.no_peer else measure_peer(n, args.seed, tools=tools)
+                what = "peer-tools" if tools else "peer"
+                mine = None if args.no_peer else run_one(what, n, args.seed, args.rollouts)
                 if mine is not None and (
                     tools not in peers or mine["cpu_s"] < peers[tools]["cpu_s"]
                 ):

@@ -723,3 +723,42 @@ def test_every_seed_stage_the_code_uses_is_declared() -> None:
     with pytest.raises(ValueError, match="not declared"):
         SeedSpace(1).stage("undeclared")
     assert SeedSpace(1).stage("why") == 1 and SeedSpace(1).stage("refute") != 1
+
+
+def test_the_harmful_step_from_event_slices_is_the_one_from_table_prefixes():
+    # harmful_step judges built-in outcomes on slices of the run's events read once; a
+    # table-judging outcome (the same test written as a function) gets each prefix of the
+    # table, as before. Both must name the same step on every scenario and outcome kind.
+    from otelcar.attribution.steps.attribute import harmful_step
+    from otelcar.outcome import AllOf, AnyOf, FinalAnswer, FunctionOutcome, ToolCalled, events_of
+    from otelcar.sync import run_sync
+
+    outcomes = [
+        ToolCalled("act", {"v": "BAD"}),
+        ToolCalled("act", {"v": "re:ok.*"}),
+        ToolCalled("act", {"v": "BAD"}, negate=True),
+        ToolCalled("nothing"),
+        FinalAnswer(contains="finished"),
+        AnyOf((ToolCalled("act", {"v": "FIX"}), FinalAnswer(contains="finished"))),
+        AllOf((ToolCalled("act", {"v": "BAD"}), ToolCalled("act", {"v": "ok"}))),
+    ]
+    scenarios = [
+        synthetic.single_culprit(6, 2),
+        synthetic.single_culprit(4, 0),
+        synthetic.self_correction_trap(7, 1, 4),
+        synthetic.single_culprit(1, 0),
+    ]
+    named = []
+    for scenario in scenarios:
+        steps, _, _ = synthetic.build(scenario)
+        run = load_run(steps["trace_id"][0], steps)
+        for outcome in outcomes:
+
+            async def by_table(table, outcome=outcome):
+                return await outcome.failed_on(events_of(table))
+
+            as_table = FunctionOutcome(by_table, name="same test on the table")
+            expected = run_sync(harmful_step(run, as_table))
+            assert run_sync(harmful_step(run, outcome)) == expected, (scenario.name, outcome)
+            named.append(expected)
+    assert None in named and len(set(named)) > 2  # the cases are not all alike

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -62,7 +63,7 @@ from otelcar.attribution.steps.refute import refute
 from otelcar.attribution.steps.result import AttributionResult
 from otelcar.attribution.steps.shapley import shapley_values
 from otelcar.errors import OtelcarError
-from otelcar.outcome import Outcome, RunEvent, judges_events
+from otelcar.outcome import Outcome, RunEvent, events_of, judges_events
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import RolloutsFailed
 from otelcar.replay.fidelity import check_fidelity_async
@@ -98,24 +99,46 @@ class Negated:
 async def harmful_step(run: RecordedRun, outcome: Outcome) -> int | None:
     """The first decision after whose tool calls the recorded prefix already fails; ``None``
     when the prefix before any decision fails already (no decision made it fail: a null
-    trace), or none does."""
+    trace), or none does. An outcome that judges events is given slices of the run's events
+    (read from the table once); any other gets each prefix of the steps table."""
     steps = run.steps.sort("step")
+    judge = _prefix_judge(steps, outcome)
     if run.decisions:
         try:
-            if await outcome.failed(steps.filter(pl.col("step") < run.decisions[0].step)):
+            if await judge(run.decisions[0].step, inclusive=False):
                 return None
         except Exception:
             pass
     for decision in run.decisions:
         last = decision.step
         tool_rows = steps.filter(pl.col("call_step") == decision.step)["step"].to_list()
-        prefix = steps.filter(pl.col("step") <= max([last, *tool_rows]))
         try:
-            if await outcome.failed(prefix):
+            if await judge(max([last, *tool_rows]), inclusive=True):
                 return decision.step
         except Exception:
             continue
     return None
+
+
+def _prefix_judge(steps: pl.DataFrame, outcome: Outcome) -> Callable[..., Awaitable[bool]]:
+    """``judge(limit, inclusive=…)``: whether the steps before ``limit`` (through it when
+    ``inclusive``) fail by ``outcome``, exactly as ``outcome.failed`` on that prefix of
+    ``steps`` (sorted by step) says."""
+    if not judges_events(outcome):
+
+        async def by_table(limit: int, *, inclusive: bool) -> bool:
+            kept = pl.col("step") <= limit if inclusive else pl.col("step") < limit
+            return bool(await outcome.failed(steps.filter(kept)))
+
+        return by_table
+    events = events_of(steps)  # the LLM and tool steps, in step order
+    event_steps = steps.filter(pl.col("kind").is_in(["llm", "tool"]))["step"].sort().to_list()
+
+    async def by_events(limit: int, *, inclusive: bool) -> bool:
+        end = (bisect_right if inclusive else bisect_left)(event_steps, limit)
+        return bool(await outcome.failed_on(events[:end]))  # type: ignore[attr-defined]
+
+    return by_events
 
 
 async def attribute_async(
