@@ -99,7 +99,9 @@ def judges_events(outcome: Any) -> bool:
 
 
 def _matches(expected: Any, actual: Any) -> bool:
-    if isinstance(expected, str) and expected.startswith("re:"):
+    if not isinstance(expected, str):  # the common case first: not a pattern
+        return expected == actual
+    if expected.startswith("re:"):
         text = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False)
         return re.fullmatch(expected[3:], text) is not None
     return expected == actual
@@ -146,10 +148,18 @@ class ToolCalled(_EventOutcome):
             return True
         if not isinstance(arguments, dict):
             return False
-        return all(k in arguments and _matches(v, arguments[k]) for k, v in self.args.items())
+        for key, expected in self.args.items():  # a loop: every rollout's calls pass here
+            if key not in arguments or not _matches(expected, arguments[key]):
+                return False
+        return True
 
     async def failed_on(self, events: list[RunEvent]) -> bool:
-        called = any(self._hit(a) for a in tool_calls(events, self.tool))
+        called = False
+        tool = self.tool
+        for event in events:
+            if event.tool_name == tool and event.kind == "tool" and self._hit(event.arguments):
+                called = True
+                break
         return not called if self.negate else called
 
 
