@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from otelcar.identity import IdentityMemo
 from otelcar.ingest.jsontext import loads_value
 
 Arguments = dict[str, Any] | str | None
@@ -149,6 +150,12 @@ def parse_arguments(value: Any) -> Arguments:
 
 #: Built once: ``json.dumps`` with options builds a new encoder per call.
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_CANONICAL_COMPACT = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+).encode
+#: Canonical texts of argument objects, remembered: the cassette's look-ups and the request
+#: digests ask them of the same recorded and re-decided calls again and again.
+_ARGUMENT_TEXTS: IdentityMemo[dict[str, Any], str] = IdentityMemo(1 << 15)
 
 
 def encode_arguments(arguments: Arguments) -> str | None:
@@ -199,6 +206,13 @@ def canonical(arguments: Any) -> str:
         if isinstance(arguments, str)
         else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
     )
+
+
+def arguments_text(arguments: dict[str, Any]) -> str:
+    """An arguments object as canonical JSON: keys sorted, compact, UTF-8 kept, values JSON
+    cannot hold as their ``str`` (remembered for the object: arguments are not changed after
+    the call is made). Equal objects give equal texts, whatever their keys' order."""
+    return _ARGUMENT_TEXTS.get(arguments, _CANONICAL_COMPACT)
 
 
 def describe_action(action: Message | None) -> str:

@@ -3,7 +3,8 @@
 A context's digest is a hash chain over its messages: ``c₀ = H("otelcar.messages.v2")``,
 ``cᵢ₊₁ = H(cᵢ ‖ H(mᵢ))``, where ``H(m)`` hashes the message's canonical JSON: its fields as
 a JSON array in the order of :class:`~otelcar.messages.Message`, each tool call as
-``[id, name, arguments]``, every object's keys sorted. A context that extends another
+``[id, name, arguments]``, an arguments object as :func:`~otelcar.messages.arguments_text`
+(keys sorted, compact). A context that extends another
 continues its chain (:class:`MessageChain`), so the replay harness, whose contexts grow by
 a few messages per decision, hashes each message once per rollout instead of the whole
 context at every re-decision; anyone else computes the same digest from the messages
@@ -20,7 +21,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from otelcar.identity import IdentityMemo
-from otelcar.messages import Message
+from otelcar.messages import Message, arguments_text
 
 _SEED = hashlib.sha256(b"otelcar.messages.v2").digest()
 #: Message digests remembered: every rollout's contexts reuse the recorded messages.
@@ -49,16 +50,31 @@ def message_digest(message: Message) -> bytes:
 
 
 def _message_digest(message: Message) -> bytes:
-    # an array in field order: no keys to sort but the arguments' (see the module docstring)
-    fields = [
-        message.role,
-        message.content,
-        [[call.id, call.name, call.arguments] for call in message.tool_calls],
-        message.tool_call_id,
-        message.name,
-        message.reasoning,
-    ]
-    return hashlib.sha256(canonical_json(fields).encode("utf-8")).digest()
+    # The array of the module docstring, written from its parts: each string as a JSON
+    # literal, an arguments object as its canonical text (shared with the cassette's keys).
+    calls = ",".join(
+        f"[{_literal(call.id)},{_literal(call.name)},{_arguments(call.arguments)}]"
+        for call in message.tool_calls
+    )
+    text = (
+        f"[{_literal(message.role)},{_literal(message.content)},[{calls}],"
+        f"{_literal(message.tool_call_id)},{_literal(message.name)},{_literal(message.reasoning)}]"
+    )
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return encode_basestring(value)
+    return canonical_json(value)
+
+
+def _arguments(value: Any) -> str:
+    if isinstance(value, dict):
+        return arguments_text(value)
+    return _literal(value)
 
 
 class MessageChain:

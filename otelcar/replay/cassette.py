@@ -9,34 +9,25 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
 
 from otelcar.identity import IdentityMemo
-from otelcar.messages import Arguments
+from otelcar.messages import Arguments, arguments_text
 from otelcar.replay.recorded import RecordedRun
 
 Results = dict[tuple[str, str], list[tuple[str | None, str | None]]]
 
-#: Canonical texts of argument objects, and each run's recorded results, remembered: every
-#: rollout looks up the same recorded calls of the same run.
-_ARGUMENT_TEXTS: IdentityMemo[dict[str, Any], str] = IdentityMemo(1 << 15)
+#: Each run's recorded results, remembered: every rollout looks up the same recorded calls
+#: of the same run.
 _RUN_RESULTS: IdentityMemo[RecordedRun, Results] = IdentityMemo(8)
 
 
 def call_key(name: str | None, arguments: Arguments) -> tuple[str, str]:
     """Canonical identity of a tool call: name and key-sorted JSON arguments."""
     if isinstance(arguments, dict):
-        text = _ARGUMENT_TEXTS.get(arguments, _canonical_arguments)
+        text = arguments_text(arguments)
     else:
         text = "" if arguments is None else str(arguments)
     return (name or "", text)
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-
-
-def _canonical_arguments(arguments: dict[str, Any]) -> str:
-    return _CANONICAL(arguments)
 
 
 def _recorded_results(run: RecordedRun) -> Results:
