@@ -82,7 +82,7 @@ class SharedEnvironment:
     registry: PolicyRegistry
     cache: dict[str, Any] = field(default_factory=dict)
     semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-    pending: dict[str, asyncio.Future[Any]] = field(default_factory=dict)  # calls in flight
+    pending: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict)  # in flight
 
 
 @dataclass(frozen=True)

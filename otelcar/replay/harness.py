@@ -131,7 +131,7 @@ class Environment:
     cache: dict[str, Decision] = field(default_factory=dict)
     accounting: Accounting = field(default_factory=Accounting)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-    _pending: dict[str, asyncio.Future[Decision | None]] = field(default_factory=dict)
+    _pending: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict)
     _bound_outcomes: IdentityMemo[Any, Any] = field(
         default_factory=lambda: IdentityMemo(64), repr=False, compare=False
     )
@@ -156,25 +156,31 @@ class Environment:
             if cached is not None:
                 self.accounting.cache_hits += 1
                 return cached, True
-            pending = self._pending.get(key)
-            if pending is None:
+            waiting = self._pending.get(key)
+            if waiting is None:
                 break
-            await asyncio.shield(pending)  # then from the cache, or our own call if it failed
-        future: asyncio.Future[Decision | None] = asyncio.get_running_loop().create_future()
-        self._pending[key] = future
+            # a call for the same request is in flight: wait for it (each waiter its own
+            # future, made only when there is one), then from the cache or our own call
+            mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiting.append(mine)
+            await mine
+        waiters: list[asyncio.Future[None]] = []
+        self._pending[key] = waiters
         try:
             self.budget.reserve()
             async with self.semaphore(f"llm:{policy.name}", policy.max_concurrency):
                 decision = await policy.decide(request)
         except BaseException as exc:
-            future.set_result(None)  # the waiters try for themselves
             if isinstance(exc, Exception) and not isinstance(exc, BudgetExhausted):
                 self.accounting.failed_calls += 1
             raise
+        else:
+            self.cache[key] = decision
         finally:
             del self._pending[key]
-        self.cache[key] = decision
-        future.set_result(decision)
+            for waiter in waiters:  # they find the decision in the cache, or try themselves
+                if not waiter.done():
+                    waiter.set_result(None)
         self.accounting.llm_calls += 1
         self.accounting.input_tokens += decision.input_tokens
         self.accounting.output_tokens += decision.output_tokens
