@@ -376,3 +376,19 @@ def test_cli_aggregate_selects_by_service_and_time_and_writes_reports(tmp_path: 
     assert [t["trace_id"] for t in json.loads(explicit.stdout)["traces"]] == ["f" * 32]
     bad = runner.invoke(cli, [*store, "aggregate", "--since", "yesterday", "-c", str(config)])
     assert bad.exit_code == 2 and "--since" in bad.output
+
+
+@pytest.mark.parametrize("option", ["rolouts", "budget", "env"])
+def test_an_option_attribute_cannot_take_is_refused_before_any_trace_is_read(option: str):
+    """A misspelt option (or one set per trace) used to fail inside the first trace's
+    attribution, or on a worker; it is a TypeError naming it, and no trace is read."""
+    read: list[str] = []
+
+    def traces():
+        read.append("read")
+        yield ("t", None)
+
+    outcome = FunctionOutcome(AGENT_MODULE["fails"], "a tool was called with choice BAD")
+    with pytest.raises(TypeError, match=rf"cannot pass on: {option};.* rollouts, first_look"):
+        attribute_traces(traces(), registry=_registry(), outcome=outcome, **{option: 1})
+    assert read == []

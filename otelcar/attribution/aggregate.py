@@ -31,6 +31,7 @@ Statistics, per identity ``s`` (``docs/reports.md``):
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,6 +142,29 @@ def trace_verdict(result: Mapping[str, Any], steps: pl.DataFrame) -> TraceVerdic
     )
 
 
+#: :func:`attribute_async`'s keywords that :func:`attribute_traces_async` sets per trace.
+_PER_TRACE = frozenset({"run", "registry", "outcome", "budget", "env"})
+
+
+def attribution_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` for :func:`attribute_async` on every trace, checked before any trace is
+    read: a :class:`TypeError` names each keyword it does not take (or one set per trace,
+    such as ``budget``: ``max_calls``/``max_tokens`` give each trace its own) and lists the
+    ones it does."""
+    accepted = [
+        name
+        for name, parameter in inspect.signature(attribute_async).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in _PER_TRACE
+    ]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"attribute_traces got option(s) it cannot pass on: {', '.join(unknown)}; "
+            f"it takes {', '.join(accepted)} (budgets per trace: max_calls, max_tokens)"
+        )
+    return dict(options)
+
+
 async def attribute_trace(
     trace_id: str,
     steps: pl.DataFrame,
@@ -187,7 +211,8 @@ async def attribute_traces_async(
     """Attribute every failing trace of ``traces`` (``(trace_id, steps)`` pairs) with
     :func:`attribute_trace`; the verdicts come back in the order of ``traces``, ``on_trace``
     is called as each is done. ``max_calls``/``max_tokens``: a budget per trace.
-    ``options`` go to :func:`attribute_async`.
+    ``options`` go to :func:`attribute_async` on every trace; one it does not take is a
+    :class:`TypeError` before any trace is read (:func:`attribution_options`).
 
     ``executor`` (default: :func:`otelcar.executors.current_executor`) runs the rollouts, and
     its ``trace_concurrency`` traces are attributed at once (one at a time locally; enough to
@@ -195,6 +220,7 @@ async def attribute_traces_async(
     ``trace_tasks`` (default: the executor's ``trace_tasks``): send each whole attribution to
     the executor as one task (its rollouts then run where it runs, and ``options`` must be
     picklable) instead of sending the rollouts one by one (``docs/ray.md``)."""
+    options = attribution_options(options)
     executor = executor or current_executor()
     if trace_tasks is None:
         trace_tasks = executor.trace_tasks
