@@ -7,7 +7,10 @@ OTLP/JSON lines and as a length-prefixed binary protobuf stream, and measures in
    in memory), and ``json.loads`` of every JSON line; for reference also ``FromString`` plus
    turning every span into Python values;
 2. ``otelcar import`` of the JSON-lines file into a fresh store (a child process);
-3. ``otelcar import`` of the protobuf stream into another fresh store (a child process).
+3. ``otelcar import`` of the protobuf stream into another fresh store (a child process);
+4. the store's own floor, for reference: what keeping the protobuf stream costs with no
+   decoding or mapping at all (a sha256 and a crc32 of every record, the records appended to a
+   file and fsync-ed, and the Parquet parts that import wrote, written again from memory).
 
 Each import runs in its own child process, started by a small launcher process, so that its
 peak RSS (``ru_maxrss`` from ``os.wait4``) is the import's alone (see :data:`LAUNCHER`).
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import base64
 import cProfile
+import hashlib
 import importlib.metadata
 import io
 import json
@@ -38,11 +42,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import polars as pl
 from google.protobuf.internal import api_implementation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
@@ -729,6 +735,68 @@ def json_floor(path: Path) -> Floor:
     return Floor("floor: json.loads", path, seconds, spans)
 
 
+@dataclass
+class StoreFloor(Floor):
+    """:func:`store_floor`'s time, with its three phases (seconds each)."""
+
+    hashing: float = 0.0
+    raw_write: float = 0.0
+    parquet: float = 0.0
+
+    def phases(self) -> str:
+        return (
+            f"hashing {self.hashing:.3f} s, raw write and fsync {self.raw_write:.3f} s, "
+            f"Parquet writes {self.parquet:.3f} s"
+        )
+
+
+def store_floor(path: Path, store: Path) -> StoreFloor:
+    """Time what keeping ``path`` costs a store with no decoding or mapping at all.
+
+    ``store`` is the store that ``otelcar import`` made of ``path``. Timed, each phase on its
+    own: a sha256 (the record's content hash) and a crc32 (the frame checksum) of every frame;
+    the frames appended to a scratch file and fsync-ed once; the store's Parquet parts (read
+    back beforehand, untimed) written again with the store's settings. Not part of the
+    issue's floor: a reference for the least this store's durability and tables cost.
+    """
+    frames = list(proto_frames(path))
+    parts = [pl.read_parquet(part) for part in sorted((store / "derived").rglob("*.parquet"))]
+    scratch = store.parent / f"{store.name}-floor"
+    scratch.mkdir(exist_ok=True)
+    try:
+        started = time.perf_counter()
+        for payload in frames:
+            hashlib.sha256(payload).hexdigest()
+            zlib.crc32(payload)
+        hashed = time.perf_counter()
+        with (scratch / "raw").open("wb") as handle:
+            for payload in frames:
+                handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        written = time.perf_counter()
+        for number, part in enumerate(parts):
+            part.write_parquet(scratch / f"part-{number}.parquet")
+        ended = time.perf_counter()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    spans = sum(
+        len(ss.spans)
+        for payload in frames
+        for rs in ExportTraceServiceRequest.FromString(payload).resource_spans
+        for ss in rs.scope_spans
+    )
+    return StoreFloor(
+        "reference: the store's own floor (hash, fsync, Parquet)",
+        path,
+        ended - started,
+        spans,
+        hashing=hashed - started,
+        raw_write=written - hashed,
+        parquet=ended - written,
+    )
+
+
 # -- child processes --------------------------------------------------------------------------
 class BenchmarkError(RuntimeError):
     """The import failed or the store does not hold what was generated."""
@@ -910,8 +978,29 @@ def _row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-def table(floors: Floors, imports: list[ImportRun], startup: ChildRun) -> str:
-    """The results as a Markdown table (ratios are wall-time ratios to the floors)."""
+def _floor_row(floor: Floor, floors: Floors) -> str:
+    own = floors.of(floor.path)
+    return _row(
+        (
+            floor.label,
+            f"{_mb(floor.path):.1f}",
+            floor.spans,
+            f"{floor.seconds:.3f}",
+            "-",
+            f"{floor.spans / floor.seconds:,.0f}",
+            "-",
+            f"{floor.seconds / floors.proto.seconds:.1f}",
+            f"{floor.seconds / own.seconds:.1f}",
+            f"{own.spans / own.seconds:,.0f}",
+        )
+    )
+
+
+def table(
+    floors: Floors, imports: list[ImportRun], startup: ChildRun, kept: StoreFloor | None = None
+) -> str:
+    """The results as a Markdown table (ratios are wall-time ratios to the floors); ``kept``
+    is the store's own floor (:func:`store_floor`), a row after the imports."""
     header = (
         "run",
         "file MB",
@@ -926,23 +1015,7 @@ def table(floors: Floors, imports: list[ImportRun], startup: ChildRun) -> str:
     )
     lines = [_row(header), _row(["---"] * len(header))]
     for floor in (floors.proto, floors.json, floors.walk):
-        own = floors.of(floor.path)
-        lines.append(
-            _row(
-                (
-                    floor.label,
-                    f"{_mb(floor.path):.1f}",
-                    floor.spans,
-                    f"{floor.seconds:.3f}",
-                    "-",
-                    f"{floor.spans / floor.seconds:,.0f}",
-                    "-",
-                    f"{floor.seconds / floors.proto.seconds:.1f}",
-                    f"{floor.seconds / own.seconds:.1f}",
-                    f"{own.spans / own.seconds:,.0f}",
-                )
-            )
-        )
+        lines.append(_floor_row(floor, floors))
     for item in imports:
         run, own = item.run, floors.of(item.path)
         lines.append(
@@ -961,6 +1034,8 @@ def table(floors: Floors, imports: list[ImportRun], startup: ChildRun) -> str:
                 )
             )
         )
+    if kept is not None:
+        lines.append(_floor_row(kept, floors))
     startup_cells = ("-", "-", f"{startup.wall_s:.2f}", f"{startup.cpu_s:.2f}", "-")
     lines.append(
         _row(("startup only: `otelcar --version`", *startup_cells, f"{startup.peak_rss_mb:.0f}"))
@@ -1037,7 +1112,14 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         imports.append(measure_import(label, path, store, data))
     issues = ", ".join(f"{i.issues} step issues in {i.path.name}" for i in imports)
     print(f"verified: each store holds all {data.counts.traces} traces ({issues})\n")
-    print(table(floors, imports, startup))
+    kept = store_floor(data.proto_path, workdir / "store-proto")
+    print(table(floors, imports, startup, kept))
+    proto_import = imports[-1].run.wall_s
+    print(
+        f"\nthe store's own floor is {kept.seconds / floors.proto.seconds:.1f}× the protobuf "
+        f"decode ({kept.phases()}); the protobuf import is "
+        f"{proto_import / kept.seconds:.1f}× that floor"
+    )
     busy = [i.label for i in imports if i.run.wall_s > BUSY_RATIO * i.run.cpu_s]
     if busy:
         print(
