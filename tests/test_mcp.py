@@ -357,20 +357,24 @@ def test_a_run_with_a_blocking_policy_leaves_the_server_responsive_and_stops_whe
             ):
                 await session.initialize()
 
+                request = anyio.CancelScope()
+
                 async def attribute() -> None:
-                    with anyio.move_on_after(4):  # then the client cancels the request
+                    with request:  # cancelled by the client below, once the run is under way
                         await session.call_tool(
                             "attribute", {"trace_id": NEW_CONTENT, "rollouts": 64}
                         )
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(attribute)
-                    while count() < 3:  # the run is under way
+                    while count() < 3:  # the run is under way (however slow the start)
                         await anyio.sleep(0.05)
-                    # Another request while the policy blocks: answered between its calls.
-                    with anyio.fail_after(2):
+                    # Another request while the policy blocks: answered between its calls
+                    # (the whole run would take 64 × 3 calls of 0.15 s).
+                    with anyio.fail_after(5):
                         listed = await _call(session, "list_traces", limit=5)
                     assert [t["trace_id"] for t in listed["traces"]] == [NEW_CONTENT]
+                    request.cancel()
                 stopped = count()
                 await anyio.sleep(1.5)  # 10 calls' time: the cancelled run makes at most 1
                 assert count() - stopped <= 1, (stopped, count())
