@@ -39,12 +39,16 @@ EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
 CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
 
 
+def trace_files(folder: Path) -> list[Path]:
+    """The trace files under ``folder`` (not its notes, generators or expected results)."""
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
+    return [p for p in files if p.suffix not in (".py", ".txt") and p.name != "expected.json"]
+
+
 def _runs(folder: Path, tmp_path: Path) -> list[RecordedRun]:
     """Every trace with two or more decisions among the trace files under ``folder``."""
     store = Store(tmp_path / "store")
-    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
-    files = [p for p in files if p.suffix not in (".py", ".txt") and p.name != "expected.json"]
-    import_files(files, store=store)
+    import_files(trace_files(folder), store=store)
     runs = []
     for trace_id in store.traces()["trace_id"].to_list():
         run = load_run(trace_id, store.steps(trace_id))

@@ -11,22 +11,18 @@ test reads where from the rollout's own saved steps and requires the diff to say
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from referencing import Registry, Resource
 
 from otelcar.cli import cli
 from otelcar.replay import load_run
 from otelcar.store import Store
+from tests.test_replay_contexts import EXTERNAL, trace_files
+from tests.test_timelines import _validator
 
-ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = ROOT / "schemas"
-EXTERNAL = ROOT.parent / "shared" / "data" / "external"
 ROLLOUTS = 3
 
 POLICY = """
@@ -62,19 +58,6 @@ seed = 3
 """
 
 
-def _validator(name: str) -> jsonschema.Draft202012Validator:
-    message = json.loads((SCHEMAS / "message.schema.json").read_text())
-    registry = Registry().with_resources([("message.schema.json", Resource.from_contents(message))])
-    return jsonschema.Draft202012Validator(
-        json.loads((SCHEMAS / name).read_text()), registry=registry
-    )
-
-
-def _files() -> list[Path]:
-    files = [p for p in sorted(EXTERNAL.rglob("*")) if p.is_file()]
-    return [p for p in files if p.suffix not in (".md", ".py", ".txt")]
-
-
 @pytest.fixture(scope="module")
 def external(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if not EXTERNAL.is_dir():
@@ -84,7 +67,7 @@ def external(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (tmp / "otelcar.toml").write_text(CONFIG)
     runner = CliRunner()
     store = ["--store", str(tmp / "store")]
-    result = runner.invoke(cli, [*store, "import", *map(str, _files())])
+    result = runner.invoke(cli, [*store, "import", *map(str, trace_files(EXTERNAL))])
     assert result.exit_code in (0, 1), result.output  # 1: some files hold broken records
     traces = []
     opened = Store(tmp / "store")
@@ -125,11 +108,7 @@ def test_every_third_party_trace_with_a_decision_keeps_lists_shows_and_diffs_a_t
     traces = external["traces"]
     assert len(traces) >= 30, f"only {len(traces)} third-party traces with a decision"
     assert sum(len(steps) >= 2 for _, steps in traces) >= 4
-    listing, shown, diffed = (
-        _validator("timelines-list.schema.json"),
-        _validator("timeline.schema.json"),
-        _validator("diff.schema.json"),
-    )
+    listing, shown = _validator("timelines-list.schema.json"), _validator("timeline.schema.json")
     config = str(external["tmp"] / "otelcar.toml")
     for trace_id, steps in traces:
         # the first decision re-decided; on longer runs also the last one alone (every
@@ -146,9 +125,6 @@ def test_every_third_party_trace_with_a_decision_keeps_lists_shows_and_diffs_a_t
             shown.validate(
                 json.loads(_cli(external, "show", trace_id, "--timeline", name, "--json").output)
             )
-        diff_path = external["tmp"] / f"{trace_id}.diff.json"
-        _cli(external, "diff", trace_id, "first", "--json", str(diff_path))
-        diffed.validate(json.loads(diff_path.read_text()))
 
 
 def _check_timeline(
@@ -181,6 +157,7 @@ def _check_timeline(
     html = external["tmp"] / f"{trace_id}-{name}.diff.html"
     _cli(external, "diff", trace_id, name, "--json", str(diff_path), "--html", str(html))
     diff = json.loads(diff_path.read_text())
+    _validator("diff.schema.json").validate(diff)
     for parting in diff["rollouts"]:
         assert (parting["parted_on"], parting["recorded_step"]) == ("action", step), (
             where,
