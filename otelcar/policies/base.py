@@ -92,9 +92,25 @@ class Decision:
     raw: dict[str, Any] | None = field(default=None, compare=False)
 
 
+class RolloutScope:
+    """The identity of one rollout, for tool policies that keep a state per rollout (a fresh
+    tool state each, never shared): compared by identity, weakly referenceable, so a state
+    kept for it goes when the rollout ends. ``rollout`` is the rollout's index in its plan
+    (the same index recurs across plans: use the scope, not the index, as the key)."""
+
+    __slots__ = ("rollout", "__weakref__")
+
+    def __init__(self, rollout: int) -> None:
+        self.rollout = rollout
+
+    def __repr__(self) -> str:
+        return f"RolloutScope(rollout={self.rollout})"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
-    """A tool call the recording cannot serve (new arguments, or a mocked environment)."""
+    """A tool call the recording cannot serve (new arguments, or a mocked environment).
+    ``scope``: the rollout it belongs to (``None`` outside a rollout)."""
 
     name: str
     arguments: Arguments
@@ -102,6 +118,7 @@ class ToolRequest:
     step: int | None
     seed: int
     context: tuple[Message, ...] = ()
+    scope: RolloutScope | None = None
 
 
 @runtime_checkable

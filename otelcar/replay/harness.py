@@ -33,6 +33,7 @@ from otelcar.policies.base import (
     LLMPolicy,
     PolicyError,
     PolicyUnavailable,
+    RolloutScope,
     ToolRequest,
 )
 from otelcar.policies.digest import MessageChain, params_json
@@ -317,6 +318,7 @@ async def replay(
     state = RolloutContexts(run)
     cassette = Cassette(run)
     walk = held_walk(run)
+    scope = RolloutScope(rollout)  # the rollout's own tool state (policies/base.py)
     diverged = False
     previous: ReplayedDecision | None = None
     k = 0
@@ -391,7 +393,7 @@ async def replay(
             )
             state.set_action(k, replayed.action, changed=action_changed)
             result.decisions.append(replayed)  # before the tools: a failure shows where
-            await _execute(replayed, recorded, interventions, cassette, env, state)
+            await _execute(replayed, recorded, interventions, cassette, env, state, scope)
             diverged = (
                 diverged
                 or edited
@@ -565,6 +567,7 @@ async def _execute(
     cassette: Cassette,
     env: Environment,
     state: RolloutContexts,
+    scope: RolloutScope,
 ) -> None:
     action = replayed.action
     if action is None:
@@ -606,6 +609,7 @@ async def _execute(
                             step=replayed.recorded_step,
                             seed=replayed.seed,
                             context=tuple(replayed.context or ()),
+                            scope=scope,
                         )
                     )
                 env.accounting.tool_calls += 1
