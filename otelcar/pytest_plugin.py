@@ -225,7 +225,8 @@ def otelcar_agent(
         chosen = config if config is not None else _option(pytestconfig, "otelcar_config")
         if chosen is not None and not Path(chosen).is_absolute():
             chosen = root / chosen
-        agent = RecordedAgent(load_run(steps["trace_id"][0], steps), load_config(chosen))
+        project = load_config(chosen)
+        agent = RecordedAgent(load_run(steps["trace_id"][0], steps, project.agent), project)
         made.append(agent)
         return agent
 

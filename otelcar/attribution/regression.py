@@ -44,7 +44,7 @@ def check_decision(
     project = load_config(config)
     return run_sync(
         check_decision_async(
-            load_run(steps["trace_id"][0], steps),
+            load_run(steps["trace_id"][0], steps, project.agent),
             step,
             registry=project.registry,
             outcome=project.outcome,

@@ -99,7 +99,7 @@ def run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None) 
 
     config = load_config(config_path)
     full_id, steps, _ = load_trace(ctx, trace_id, config.source)
-    return load_run(full_id, steps), config, steps
+    return load_run(full_id, steps, config.agent), config, steps
 
 
 class LibraryError(click.ClickException):

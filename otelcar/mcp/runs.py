@@ -119,7 +119,8 @@ def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any
     budget = config.replay.budget(ctx.budget_calls(config, max_calls))
     with ctx.open_source(config) as source:
         loaded = source.load(trace_id)
-    return load_run(loaded.trace_id, loaded.steps), config, Environment(config.registry, budget)
+    run = load_run(loaded.trace_id, loaded.steps, config.agent)
+    return run, config, Environment(config.registry, budget)
 
 
 @dataclass

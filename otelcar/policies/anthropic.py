@@ -140,6 +140,9 @@ class AnthropicPolicy:
                 }
                 for t in request.tools
             ]
+            choice = anthropic_tool_choice(request.tool_choice)
+            if choice is not None:
+                body["tool_choice"] = choice
         return body
 
     async def decide(self, request: DecisionRequest) -> Decision:
@@ -189,3 +192,15 @@ class AnthropicPolicy:
             policy=self.name,
             raw={"id": data.get("id"), "stop_reason": data.get("stop_reason")},
         )
+
+
+def anthropic_tool_choice(choice: Any) -> dict[str, Any] | None:
+    """A request's ``tool_choice`` (OpenAI's wire form) as the Messages API writes it
+    (``auto``, ``any`` for ``required``, ``none``, ``{"type": "tool", "name": …}``);
+    ``None``: not sent."""
+    if choice is None:
+        return None
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        return {"type": "tool", "name": name}
+    return {"type": {"required": "any"}.get(choice, choice)}

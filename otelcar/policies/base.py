@@ -48,6 +48,10 @@ class DecisionRequest:
     seed: int
     step: int | None
     agent: str | None = None
+    #: what to send as ``tool_choice`` (OpenAI's wire form: ``"auto"``, ``"none"``,
+    #: ``"required"`` or ``{"type": "function", "function": {"name": …}}``); ``None``: not
+    #: sent (the policy's own ``tool_choice`` option, else the server's default)
+    tool_choice: Any = None
     _messages_chain: MessageChain | None = field(
         default=None, init=False, compare=False, repr=False
     )
@@ -68,14 +72,16 @@ class DecisionRequest:
 
     def cache_key(self, policy: str) -> str:
         """Identity of the request for the request cache: (policy, messages, tools, params,
-        model, seed). The messages enter as their chain digest and the tools as theirs, so
-        a key costs the bytes not hashed before, not the whole context."""
+        tool choice, model, seed). The messages enter as their chain digest and the tools as
+        theirs, so a key costs the bytes not hashed before, not the whole context."""
         messages = (
             self._messages_chain.hexdigest()
             if self._messages_chain is not None
             else messages_digest(self.messages)
         )
         params = self._params_json if self._params_json is not None else canonical_json(self.params)
+        if self.tool_choice is not None:
+            params = f"{params}\x1etool_choice={canonical_json(self.tool_choice)}"
         return request_digest(
             policy, messages, tools_digest(self.tools), params, self.model, self.seed
         )
@@ -98,7 +104,7 @@ class RolloutScope:
     kept for it goes when the rollout ends. ``rollout`` is the rollout's index in its plan
     (the same index recurs across plans: use the scope, not the index, as the key)."""
 
-    __slots__ = ("rollout", "__weakref__")
+    __slots__ = ("__weakref__", "rollout")
 
     def __init__(self, rollout: int) -> None:
         self.rollout = rollout

@@ -189,8 +189,10 @@ class OpenAICompatiblePolicy:
         tools = to_openai_tools(request.tools)
         if tools:
             body["tools"] = tools
-            if self.tool_choice is not None:
-                body["tool_choice"] = self.tool_choice
+            # the agent's declared tool choice for this decision, else the policy's option
+            choice = request.tool_choice if request.tool_choice is not None else self.tool_choice
+            if choice is not None:
+                body["tool_choice"] = choice
         return body
 
     def _temperature(self, request: DecisionRequest) -> float:

@@ -44,6 +44,8 @@ class FidelityReport:
     recorded_failed: bool | None = None
     replayed_failed: bool | None = None
     notes: list[str] = field(default_factory=list)
+    #: what each re-decision sends and where it comes from (RunRequests.to_dict)
+    requests: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reproducible(self) -> bool:
@@ -74,6 +76,7 @@ class FidelityReport:
                 for s in self.steps
             ],
             "notes": self.notes,
+            "requests": self.requests,
         }
 
 
@@ -152,6 +155,10 @@ async def check_fidelity_async(
     report = FidelityReport(run.trace_id, verdicts, rollout.status, rollout.error)
     if not run.decisions:
         report.notes.append("the trace has no LLM step to replay")
+    report.requests = run.requests.to_dict()
+    inferred = run.requests.summary()
+    if inferred:  # a held replay cannot show it: it sends no request
+        report.notes.append(inferred)
     if outcome is not None:
         report.outcome = outcome.describe()
         steps = recorded_steps if recorded_steps is not None else run.steps

@@ -252,18 +252,22 @@ def decision_request(
     chain: MessageChain | None = None,
 ) -> DecisionRequest:
     """The request that re-decides ``recorded`` (``None``: beyond the horizon) on ``context``:
-    the recorded tools (else those inferred from the run), sampling parameters and model.
-    ``chain``: the digest chain of ``context`` when the caller has it."""
-    tools = run.request_tools(recorded)
+    the tools, tool choice and sampling parameters :attr:`RecordedRun.requests` settled for
+    it (recorded, declared or inferred), and the recorded model. ``chain``: the digest chain
+    of ``context`` when the caller has it."""
+    spec = run.requests.spec(recorded)
+    tools = spec.tools.value
+    params = spec.params.value
     return DecisionRequest(
         messages=tuple(context),
-        tools=tools if recorded else tools or None,
-        params=dict(recorded.params) if recorded else {},
+        tools=tools or None,
+        params=dict(params),
         model=recorded.model if recorded else None,
         seed=seed,
         step=step,
         agent=agent,
-    ).knowing(chain, params_json(recorded.params) if recorded else "{}")
+        tool_choice=spec.tool_choice.value if tools else None,
+    ).knowing(chain, params_json(params))
 
 
 @dataclass(slots=True)

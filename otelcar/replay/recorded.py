@@ -20,11 +20,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from otelcar.messages import Message, ToolCall
+
+if TYPE_CHECKING:
+    from otelcar.replay.requests import AgentDeclaration, RunRequests
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +104,25 @@ class ContextLink:
 class RecordedRun:
     """Everything the harness needs from one trace.
 
-    Derived views (tool definitions, context links) are computed once, on first use: a run
+    Derived views (the requests, context links) are computed once, on first use: a run
     is not changed after :func:`load_run` builds it."""
 
     trace_id: str
     decisions: list[RecordedDecision]
     steps: pl.DataFrame
-    _tools: tuple[dict[str, Any], ...] | None = field(default=None, repr=False, compare=False)
     _links: tuple[ContextLink, ...] | None = field(default=None, repr=False, compare=False)
-    _own_tools: dict[int, tuple[dict[str, Any], ...]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    _requests: RunRequests | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def requests(self) -> RunRequests:
+        """What each re-decision sends and where every part comes from, and the run's
+        structure (:func:`otelcar.replay.requests.plan_requests`; set by :func:`load_run`
+        with the user's declaration, else planned from the trace alone on first use)."""
+        if self._requests is None:
+            from otelcar.replay.requests import plan_requests
+
+            self._requests = plan_requests(self)
+        return self._requests
 
     @property
     def horizon(self) -> int:
@@ -124,50 +135,21 @@ class RecordedRun:
         raise KeyError(f"step {step} is not a decision (LLM) step of trace {self.trace_id}")
 
     def tool_definitions(self) -> list[dict[str, Any]]:
-        """Tools recorded with any request, else minimal definitions inferred from calls
-        (a new list each call; the definitions are computed once per run)."""
-        return list(self.request_tools(None))
+        """Every tool a re-decision may offer: declared, else recorded with any request,
+        else inferred from the run's calls (:mod:`otelcar.replay.requests`)."""
+        return [dict(t) for t in self.requests.catalogue()]
 
     def request_tools(self, decision: RecordedDecision | None) -> tuple[dict[str, Any], ...]:
-        """The tools a re-decision of ``decision`` (``None``: beyond the horizon) offers: its
-        own recorded tools, else the run's (:meth:`tool_definitions`). The same tuple object
-        for every call with the same decision, so its digest is computed once."""
-        if decision is not None and decision.tools:
-            own = self._own_tools.get(decision.index)
-            if own is None:
-                own = self._own_tools[decision.index] = tuple(decision.tools)
-            return own
-        if self._tools is None:
-            self._tools = tuple(self._find_tool_definitions())
-        return self._tools
+        """The tools a re-decision of ``decision`` (``None``: past the horizon) offers
+        (``()``: none), as :meth:`requests` settled them. The same tuple object for every
+        call with the same decision, so its digest is computed once."""
+        return self.requests.spec(decision).tools.value
 
     def context_links(self) -> tuple[ContextLink, ...]:
         """One :class:`ContextLink` per decision (computed once per run)."""
         if self._links is None:
             self._links = _context_links(self.decisions)
         return self._links
-
-    def _find_tool_definitions(self) -> list[dict[str, Any]]:
-        for decision in self.decisions:
-            if decision.tools:
-                return decision.tools
-        seen: dict[str, dict[str, Any]] = {}
-        for decision in self.decisions:
-            for call in decision.action.tool_calls if decision.action else ():
-                if call.name and call.name not in seen:
-                    properties = (
-                        {key: _json_type(value) for key, value in call.arguments.items()}
-                        if isinstance(call.arguments, dict)
-                        else {}
-                    )
-                    seen[call.name] = {
-                        "type": "function",
-                        "name": call.name,
-                        "description": None,
-                        "parameters": {"type": "object", "properties": properties},
-                        "inferred": True,
-                    }
-        return list(seen.values())
 
 
 def _context_links(decisions: list[RecordedDecision]) -> tuple[ContextLink, ...]:
@@ -203,21 +185,6 @@ def _context_links(decisions: list[RecordedDecision]) -> tuple[ContextLink, ...]
     return tuple(links)
 
 
-def _json_type(value: Any) -> dict[str, Any]:
-    """A minimal JSON schema for a recorded argument value."""
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int | float):
-        return {"type": "number"}
-    if isinstance(value, str):
-        return {"type": "string"}
-    if isinstance(value, list):
-        return {"type": "array"}
-    if isinstance(value, dict):
-        return {"type": "object"}
-    return {}
-
-
 class _MessageReader:
     """Table rows of messages as :class:`Message`, one object per distinct content: a long
     run's steps repeat their history, and each message is decoded once."""
@@ -244,9 +211,13 @@ class _MessageReader:
 
 
 def ends_run(action: Message | None, recorded: RecordedDecision | None, run: RecordedRun) -> bool:
-    """An action without tool calls is a final answer, unless the recording went on after a
+    """Whether the rollout ends after this decision. A workflow (:mod:`otelcar.replay.requests`)
+    ends after its last recorded decision, whatever it answered, and never before. In a loop
+    an action without tool calls is a final answer, unless the recording went on after a
     tool-free action at this position (multi-agent turn-taking, a user follow-up): then the
     next recorded turn comes, as it did."""
+    if run.requests.workflow:
+        return recorded is None or recorded.index == run.horizon - 1
     if action is None or action.tool_calls:
         return False
     if recorded is None or recorded.index == run.horizon - 1:
@@ -282,8 +253,12 @@ def _tools(row: dict[str, Any]) -> list[dict[str, Any]] | None:
     ]
 
 
-def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
-    """Build the recorded run of one trace from its steps table."""
+def load_run(
+    trace_id: str, steps: pl.DataFrame, agent: AgentDeclaration | None = None
+) -> RecordedRun:
+    """Build the recorded run of one trace from its steps table; ``agent``: the user's
+    declaration of the agent's requests and structure (``[agent]`` in ``otelcar.toml``),
+    checked against the trace here (:class:`~otelcar.replay.requests.RequestError`)."""
     rows = steps.sort("step").to_dicts()
     tools_by_call_step: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
@@ -345,6 +320,9 @@ def load_run(trace_id: str, steps: pl.DataFrame) -> RecordedRun:
                 by_call_id[obs.call.id] = (decision.index, i)
     run = RecordedRun(trace_id, decisions, steps)
     run.context_links()  # once, here: linear in the recorded messages, like the templates
+    from otelcar.replay.requests import plan_requests
+
+    run._requests = plan_requests(run, agent)
     return run
 
 

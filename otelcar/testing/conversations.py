@@ -23,10 +23,15 @@ from otelcar.trajectory import build_trace
 
 @dataclass(frozen=True)
 class Turn:
-    """One recorded decision: the action, and one result per tool call it makes."""
+    """One recorded decision: the action, and one result per tool call it makes.
+    ``before``: messages the agent's code adds to the context before this decision (a
+    workflow's next instruction); ``tools``: the tool definitions offered at this decision
+    (``()``: none), overriding the conversation's ``tools`` (``None``: those)."""
 
     action: Message
     results: Sequence[str] = field(default_factory=tuple)
+    before: Sequence[Message] = field(default_factory=tuple)
+    tools: Sequence[dict[str, Any]] | None = None
 
 
 def conversation_steps(
@@ -59,6 +64,8 @@ def conversation_steps(
     context = list(start)
     number = 2
     for turn in turns:
+        context.extend(turn.before)
+        offered = tools if turn.tools is None else turn.tools
         spans.append(
             span(
                 trace_id,
@@ -70,7 +77,11 @@ def conversation_steps(
                     "gen_ai.request.temperature": temperature,
                     "gen_ai.input.messages": json.dumps([message_parts(m) for m in context]),
                     "gen_ai.output.messages": json.dumps([message_parts(turn.action)]),
-                    **({"gen_ai.tool.definitions": json.dumps(list(tools))} if tools else {}),
+                    **(
+                        {"gen_ai.tool.definitions": json.dumps(list(offered))}
+                        if offered is not None and (offered or turn.tools is not None)
+                        else {}
+                    ),
                 },
                 1,
             )

@@ -188,7 +188,7 @@ class RunManager:
         config = load_config(self.config_path)
         full_id, steps = await asyncio.to_thread(self.load_trace, run.trace_id)
         run.trace_id = full_id
-        recorded = load_run(full_id, steps)
+        recorded = load_run(full_id, steps, config.agent)
         settings = config.replay
         calls = run.options.get("budget")
         budget = budget_for(settings, int(calls) if calls is not None else None)

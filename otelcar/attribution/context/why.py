@@ -197,7 +197,8 @@ class _Search:
         self.confidence = confidence
         self.decision_text = describe_action(sampler.decision.action)
         self.tests: list[TestRecord] = []
-        self.notes: list[str] = []
+        inferred = sampler.run.requests.summary()
+        self.notes: list[str] = [inferred] if inferred else []
         self.base: Arm = sampler.arm([])
         self.stages = (3, 6, samples, 2 * samples)
         self.intermittent = False

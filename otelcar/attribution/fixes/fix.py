@@ -338,7 +338,8 @@ async def fix_async(
         run, decision, env, rule, seed=seeds.stage("why"), on_sample=on_sample
     )
     candidates = propose(run, decision, why, rule)
-    notes: list[str] = []
+    inferred = run.requests.summary()
+    notes: list[str] = [inferred] if inferred else []
     alternative = await _alternative(sampler, why)
     if alternative is not None:
         candidates.append(_forced(run, decision, alternative))

@@ -214,6 +214,9 @@ async def attribute_async(
     notes = [
         f"step {s.step}: {'; '.join(s.reasons)}" for s in fidelity.steps if s.verdict == "held-only"
     ]
+    inferred = run.requests.summary()
+    if inferred:
+        notes.append(inferred)
 
     uncovered = tools_without_policy(run, registry)
     if uncovered:
