@@ -225,7 +225,7 @@ def test_bisection_on_a_long_trace_uses_log_n_plans():
     scenario = synthetic.single_culprit(48, 29)
     result = _attribute(scenario, seed=1, rollouts=12)
     assert result.mode == "bisect" and result.culprit.index == 29
-    assert len(result.steps) == 1 and "bisection" in result.notes[0]
+    assert len(result.steps) == 1 and any("bisection" in note for note in result.notes)
     full = _attribute(synthetic.single_culprit(12, 7), seed=1, rollouts=12, mode="curve")
     assert full.mode == "fixed" and len(full.steps) == 13  # 12 tool decisions + the answer
 
