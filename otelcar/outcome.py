@@ -253,7 +253,9 @@ class FunctionOutcome:
         return f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
 
     async def failed(self, steps: pl.DataFrame) -> bool:
-        return bool(await call_user(self.function, steps, role="outcome function", **self.args))
+        return bool(
+            await call_user(self.function, "outcome function", args=(steps,), kwargs=self.args)
+        )
 
 
 @dataclass(frozen=True)

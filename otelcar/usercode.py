@@ -9,7 +9,7 @@ the traceback only with ``--debug``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from otelcar.errors import OtelcarError, UserCodeError
@@ -24,8 +24,19 @@ def describe_function(function: Callable[..., Any]) -> str:
     return name or repr(function)
 
 
-async def call_user(function: Callable[..., Any], *args: Any, role: str, **kwargs: Any) -> Any:
+async def call_user(
+    function: Callable[..., Any],
+    role: str,
+    *,
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+) -> Any:
     """``function(*args, **kwargs)``, awaited when it returns an awaitable.
+
+    The user's arguments travel as one sequence and one mapping, never beside otelcar's own
+    parameters, so a user's keyword named ``role``, ``function``, ``args`` or ``kwargs`` (a
+    tool argument, an outcome function's configured ``args``) reaches ``function`` unchanged;
+    they are unpacked only in the call itself.
 
     ``role`` says what the function is for (``"outcome function"``, ``"tool function"``, …).
     Raises :class:`UserCodeError` ("outcome function tools:judge raised TypeError: …") when the
@@ -33,7 +44,7 @@ async def call_user(function: Callable[..., Any], *args: Any, role: str, **kwarg
     :class:`~otelcar.errors.OtelcarError` it raises on purpose passes through unchanged.
     """
     try:
-        result = function(*args, **kwargs)
+        result = function(*args, **(kwargs or {}))
         if inspect.isawaitable(result):
             result = await result
     except OtelcarError:

@@ -211,38 +211,88 @@ def _anthropic(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
 
 
 def _python(options: dict[str, Any], _: PolicyRegistry, role: str) -> Any:
-    tool = role == "tool"
-    _options(options, {"function", "keywords", "max_concurrency"}, "python")
-    if "function" not in options:
-        raise PolicyError("python policy: 'function' (module:function) is required")
-    function = load_callable(options["function"])
-    concurrency = int(options.get("max_concurrency", 64))
-    if tool:
-        cls = KeywordToolPolicy if options.get("keywords", True) else CallableToolPolicy
-        return cls(function, name=options["function"], max_concurrency=concurrency)
-    return CallableLLMPolicy(function, name=options["function"], max_concurrency=concurrency)
+    """``type = "python"``. LLM: ``function`` (required), ``max_concurrency``. Tool:
+    ``function`` or ``factory`` (exactly one; ``module:callable``), ``keywords`` (default
+    true: the call's arguments as keywords, else the request), ``side_effects``
+    (``none`` | ``sandboxed`` | ``allowed``; undeclared: each distinct call runs once and its
+    result is reused) and ``max_concurrency`` (see :class:`CallableToolPolicy`)."""
+    tool_only = {"factory", "side_effects"}
+    if role != "tool" and tool_only & set(options):
+        raise PolicyError(
+            f"python policy: {', '.join(sorted(tool_only & set(options)))} only apply to "
+            "tool policies (tool:<name> or tool:*)"
+        )
+    allowed = {"function", "keywords", "max_concurrency"} | (tool_only if role == "tool" else set())
+    _options(options, allowed, "python")
+    keywords = options.get("keywords", True)
+    if not isinstance(keywords, bool):
+        raise PolicyError(f"python policy: keywords = {keywords!r} is not true or false")
+    concurrency = _positive_int(options.get("max_concurrency", 64), "python", "max_concurrency")
+    if role != "tool":
+        if "function" not in options:
+            raise PolicyError("python policy: 'function' (module:function) is required")
+        function = load_callable(options["function"])
+        return CallableLLMPolicy(function, name=options["function"], max_concurrency=concurrency)
+    if ("function" in options) == ("factory" in options):
+        raise PolicyError(
+            "python tool policy: give exactly one of 'function' (module:function, the tool) "
+            "and 'factory' (module:callable, called once per rollout for a fresh tool state)"
+        )
+    spec = options.get("function") or options["factory"]
+    loaded = load_callable(spec)
+    cls = KeywordToolPolicy if keywords else CallableToolPolicy
+    return cls(
+        loaded if "function" in options else None,
+        factory=loaded if "factory" in options else None,
+        side_effects=options.get("side_effects"),
+        name=spec,
+        max_concurrency=concurrency,
+    )
+
+
+def _positive_int(value: Any, type_name: str, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PolicyError(f"{type_name} policy: {option} = {value!r} is not a positive integer")
+    return value
 
 
 def _static(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    """``type = "static"`` (LLM): ``responses``, assistant texts answered in turn (cycling),
+    whatever the context; ``name``."""
     _options(options, {"responses", "name"}, "static")
-    return StaticLLMPolicy(options.get("responses") or [], name=options.get("name", "static"))
+    responses = options.get("responses") or []
+    if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
+        raise PolicyError(f"static policy: responses = {responses!r} is not a list of texts")
+    return StaticLLMPolicy(responses, name=options.get("name", "static"))
 
 
 def _mock(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    """``type = "mock"`` (tool): ``results``, a table tool name → the observation text
+    (``"*"``: any other tool; a tool in neither fails its rollout); ``name``."""
     _options(options, {"results", "name"}, "mock")
-    return StaticToolPolicy(options.get("results") or {}, name=options.get("name", "mock"))
+    results = options.get("results") or {}
+    if not isinstance(results, Mapping) or not all(isinstance(r, str) for r in results.values()):
+        raise PolicyError(
+            f'mock policy: results = {results!r} is not a table of tool name = "text"'
+        )
+    return StaticToolPolicy(results, name=options.get("name", "mock"))
 
 
 def _recorded(options: dict[str, Any], _: PolicyRegistry, __: str) -> Any:
+    """``type = "recorded"`` (tool, the default): no options; a call the recording cannot
+    serve fails its rollout with the reason."""
     _options(options, set(), "recorded")
     return RecordedOnlyToolPolicy()
 
 
 def _simulated(options: dict[str, Any], registry: PolicyRegistry, _: str) -> Any:
+    """``type = "simulated"`` (tool): ``llm``, the key of the LLM policy that plays the tool
+    (default ``"llm"``); ``max_examples``, recorded calls of the tool shown to it (default 5)."""
     _options(options, {"llm", "max_examples"}, "simulated")
-    return SimulatedToolPolicy(
-        registry.llm(options.get("llm", "llm")), max_examples=int(options.get("max_examples", 5))
-    )
+    examples = options.get("max_examples", 5)
+    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
+        raise PolicyError(f"simulated policy: max_examples = {examples!r} is not an integer ≥ 0")
+    return SimulatedToolPolicy(registry.llm(options.get("llm", "llm")), max_examples=examples)
 
 
 #: The built-in policy types ``(name, kind, factory)``, registered by the built-in plugin.
