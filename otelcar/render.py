@@ -227,17 +227,26 @@ def fidelity_table(report: Any) -> Table:
     table.add_column("agent")
     table.add_column("verdict")
     table.add_column("why")
+    table.add_column("a re-decision offers")
+    requests = {d["step"]: d for d in (report.requests or {}).get("decisions", [])}
     for step in report.steps:
         table.add_row(
             str(step.step),
             untrusted_text(step.agent or ""),
             Text(step.verdict, style=verdict_style.get(step.verdict, "")),
             untrusted_text("; ".join(step.reasons)),
+            _offered(requests.get(step.step)),
         )
     caption = [
         f"replay ended: {report.replay_status}"
         + (f" ({report.replay_error})" if report.replay_error else "")
     ]
+    structure = (report.requests or {}).get("structure")
+    if structure:
+        caption.append(
+            f"structure: {structure['value']} ({structure['source']}: {structure['basis']})"
+        )
+    caption.extend(report.notes)
     if report.outcome is not None:
         caption.append(
             f"outcome '{report.outcome}': recorded failed={report.recorded_failed}, "
@@ -245,6 +254,28 @@ def fidelity_table(report: Any) -> Table:
         )
     table.caption = untrusted_text("\n".join(caption))
     return table
+
+
+def _offered(request: dict[str, Any] | None) -> Text:
+    """A decision's re-decided request in a cell: its tools and tool choice, each with where
+    it comes from (inferred parts in yellow)."""
+    if request is None:
+        return Text("")
+    tools = request["tools"]
+    names = ", ".join(str(n) for n in tools["names"]) or "no tools"
+    text = Text()
+    text.append(untrusted_text(names))
+    text.append(f" ({tools['source']})", style="yellow" if tools["source"] == "inferred" else "")
+    choice = request["tool_choice"]
+    if tools["names"]:
+        shown = choice["value"] if choice["value"] is not None else "default"
+        if isinstance(shown, dict):
+            shown = (shown.get("function") or {}).get("name", "a tool")
+        text.append(f"; choice {shown}")
+        text.append(
+            f" ({choice['source']})", style="yellow" if choice["source"] == "inferred" else ""
+        )
+    return text
 
 
 def policy_check_table(check: Any) -> Table:

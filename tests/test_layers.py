@@ -29,7 +29,9 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(["messages", "schema", "conventions"], 2),
     "trajectory": 3,
     **dict.fromkeys(["store", "sources", "importer", "readers", "receiver"], 4),
-    **dict.fromkeys(["replay", "policies", "outcome", "executors", "model", "testing"], 5),
+    **dict.fromkeys(
+        ["replay", "policies", "outcome", "config_checks", "executors", "model", "testing"], 5
+    ),
     "attribution": 6,
     **dict.fromkeys(["report", "render", "views"], 7),
     # 8: the application: command line, project configuration, what generated tests call,
@@ -38,6 +40,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
             "project_config",
+            "starter_config",
             "analyses",
             "contracts",
             "pytest_plugin",

@@ -29,6 +29,7 @@ COMMANDS = {
     "reindex": "otelcar.cli.ingest:reindex_command",
     "collect": "otelcar.cli.ingest:collect_command",
     "schema": "otelcar.cli.ingest:schema_command",
+    "init": "otelcar.cli.init:init_command",
     "replay": "otelcar.cli.replay:replay_command",
     "rollout": "otelcar.cli.replay:rollout_command",
     "attribute": "otelcar.cli.replay:attribute_command",
