@@ -91,15 +91,32 @@ def load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str,
     return loaded.trace_id, loaded.steps, loaded.summary
 
 
-def run_and_config(ctx: click.Context, trace_id: str, config_path: Path | None) -> tuple:
+def run_and_config(
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    *,
+    fail_if: tuple[str, ...] = (),
+    require_outcome: bool = False,
+) -> tuple:
     """``(recorded run, project config, steps)`` of one trace, with ``config_path`` (default:
-    ./otelcar.toml when present) and its ``[source]``."""
+    ./otelcar.toml when present) and its ``[source]``. ``fail_if``: the ``--fail-if`` rules
+    that replace the config's outcome; ``require_outcome``: refuse to go on without one.
+
+    The config must fit the trace: a tool-policy key, an outcome tool or an outcome argument
+    the trace cannot have is a :class:`~otelcar.config_checks.ConfigMismatch`, raised before
+    anything runs (:func:`otelcar.config_checks.check_config_fits`)."""
+    from otelcar.cli.options import apply_fail_if
+    from otelcar.config_checks import check_config_fits
     from otelcar.project_config import load_config
     from otelcar.replay import load_run
 
     config = load_config(config_path)
     full_id, steps, _ = load_trace(ctx, trace_id, config.source)
-    return load_run(full_id, steps, config.agent), config, steps
+    run = load_run(full_id, steps, config.agent)
+    apply_fail_if(config, fail_if, required=require_outcome)
+    check_config_fits(run, config)
+    return run, config, steps
 
 
 class LibraryError(click.ClickException):

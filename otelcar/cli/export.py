@@ -12,7 +12,7 @@ import click
 from rich.progress import BarColumn, TextColumn
 
 from otelcar.cli.common import console, run_and_config, stderr_progress
-from otelcar.cli.options import apply_fail_if, config_option, fail_if_option, source_option
+from otelcar.cli.options import config_option, fail_if_option, source_option
 
 
 def _count(n: int) -> str:
@@ -116,14 +116,15 @@ def pairs_command(
     err = console(stderr=True)
     spent: dict[str, int] = {}
     for path, doc in documents:
-        run, config, _ = run_and_config(ctx, doc["trace_id"], config_path)
-        if needs_rollouts(doc):
-            apply_fail_if(config, fail_if, required=False)
-            if config.outcome is None:
-                raise click.UsageError(
-                    f"{path}: pairs from an attribution are tested on fresh rollouts, judged "
-                    f"by the outcome it used: add [outcome] to otelcar.toml or pass --fail-if"
-                )
+        fresh = needs_rollouts(doc)
+        run, config, _ = run_and_config(
+            ctx, doc["trace_id"], config_path, fail_if=fail_if if fresh else ()
+        )
+        if fresh and config.outcome is None:
+            raise click.UsageError(
+                f"{path}: pairs from an attribution are tested on fresh rollouts, judged "
+                f"by the outcome it used: add [outcome] to otelcar.toml or pass --fail-if"
+            )
         settings = config.replay
         with (
             settings.executor_scope(),
@@ -133,7 +134,7 @@ def pairs_command(
                 TextColumn("{task.completed}/{task.total}"),
             ) as progress,
         ):
-            task = progress.add_task("pairs", total=2 * rollouts, visible=needs_rollouts(doc))
+            task = progress.add_task("pairs", total=2 * rollouts, visible=fresh)
             made = run_sync(
                 export_pairs_async(
                     run,

@@ -16,7 +16,6 @@ from rich.table import Table
 
 from otelcar.cli.common import write_json
 from otelcar.cli.options import (
-    apply_fail_if,
     config_option,
     executor_for,
     executor_options,
@@ -75,8 +74,7 @@ def _setup(
 ) -> tuple[Any, Any]:
     from otelcar.cli.common import run_and_config as _run_and_config
 
-    run, config, _ = _run_and_config(ctx, trace_id, config_path)
-    apply_fail_if(config, fail_if, required=False)
+    run, config, _ = _run_and_config(ctx, trace_id, config_path, fail_if=fail_if)
     return run, config
 
 

@@ -20,7 +20,6 @@ from otelcar.cli.common import (
     write_json,
 )
 from otelcar.cli.options import (
-    apply_fail_if,
     config_option,
     executor_for,
     executor_options,
@@ -368,10 +367,11 @@ def attribute_command(
 
     if adaptive and rollouts is not None:
         raise click.UsageError("--adaptive and --rollouts exclude each other")
-    run, config, steps = run_and_config(ctx, trace_id, config_path)
+    run, config, steps = run_and_config(
+        ctx, trace_id, config_path, fail_if=fail_if, require_outcome=True
+    )
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
-    apply_fail_if(config, fail_if, required=True)
     settings = config.replay
     with (
         executor_for(settings, executor, ray_address),

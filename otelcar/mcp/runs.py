@@ -112,7 +112,10 @@ class Ticker:
 
 
 def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any, Any, Any]:
-    """``(recorded run, config, environment)`` of a run on ``trace_id``."""
+    """``(recorded run, config, environment)`` of a run on ``trace_id``; a config that does
+    not fit the trace is a :class:`~otelcar.config_checks.ConfigMismatch`
+    (:func:`otelcar.config_checks.check_config_fits`)."""
+    from otelcar.config_checks import check_config_fits
     from otelcar.replay import Environment, load_run
 
     config = ctx.config()
@@ -120,6 +123,7 @@ def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any
     with ctx.open_source(config) as source:
         loaded = source.load(trace_id)
     run = load_run(loaded.trace_id, loaded.steps, config.agent)
+    check_config_fits(run, config)
     return run, config, Environment(config.registry, budget)
 
 

@@ -182,6 +182,7 @@ class RunManager:
 
     async def _analyse(self, run: Run) -> dict[str, Any]:
         from otelcar.analyses import attribute_run, budget_for, fix_run, step_arg, why_run
+        from otelcar.config_checks import check_config_fits
         from otelcar.project_config import load_config
         from otelcar.replay import load_run
 
@@ -189,6 +190,7 @@ class RunManager:
         full_id, steps = await asyncio.to_thread(self.load_trace, run.trace_id)
         run.trace_id = full_id
         recorded = load_run(full_id, steps, config.agent)
+        check_config_fits(recorded, config)  # names the trace cannot have: before any call
         settings = config.replay
         calls = run.options.get("budget")
         budget = budget_for(settings, int(calls) if calls is not None else None)

@@ -62,6 +62,7 @@ from otelcar.attribution.steps.curve import (
 from otelcar.attribution.steps.refute import refute
 from otelcar.attribution.steps.result import AttributionResult
 from otelcar.attribution.steps.shapley import shapley_values
+from otelcar.config_checks import outcome_hints
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome, RunEvent, events_of, judges_events
 from otelcar.policies.registry import PolicyRegistry
@@ -207,6 +208,9 @@ async def attribute_async(
         )
     if not fidelity.recorded_failed:
         hint = "" if credit else "; use --credit to ask which step secured its success"
+        unused = [] if credit else outcome_hints(run, outcome)  # the outcome names unused here
+        if unused:
+            hint = f" ({'; '.join(unused)}){hint}"
         raise AttributionError(
             f"the recorded run did not {'succeed' if credit else 'fail'} "
             f"under the outcome '{outcome.describe()}'{hint}"
