@@ -237,6 +237,7 @@ def test_an_undeclared_live_tool_runs_once_per_distinct_call(tools: ModuleType):
     policy = tool_policy(config, "delete_file")
     assert (policy.ran, policy.reused) == (1, 15)
     (note,) = policy.notes()
+    assert config.registry.notes() == [note]  # what attribute and fix add to their notes
     assert "side effects undeclared" in note and "15 identical call(s)" in note
     assert "side_effects = 'none' | 'sandboxed' | 'allowed'" in note
 

@@ -102,6 +102,17 @@ class PolicyRegistry:
             out[key] = type(policy).__name__ + (f" ({', '.join(facts)})" if facts else "")
         return out
 
+    def notes(self) -> list[str]:
+        """What the registered policies have to tell the user about the calls so far (a
+        python tool policy with undeclared side effects that reused results, say): the lines
+        of each policy's ``notes()``, for the notes of the result that made the calls."""
+        out: list[str] = []
+        for policy in [*self._llm.values(), *self._tool.values()]:
+            notes = getattr(policy, "notes", None)
+            if callable(notes):
+                out.extend(line for line in notes() if line not in out)
+        return out
+
     def llm(self, key: str) -> LLMPolicy:
         if key not in self._llm:
             raise PolicyError(

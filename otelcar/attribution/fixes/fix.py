@@ -428,7 +428,7 @@ async def fix_async(
         samples=n,
         outcome=outcome.describe() if outcome is not None else None,
         cost=cost,
-        notes=notes,
+        notes=[*notes, *(n for n in env.registry.notes() if n not in notes)],
         confidence=confidence,
         why=why,
     )
