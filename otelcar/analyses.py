@@ -115,9 +115,19 @@ async def with_policy_check(
         result.notes.append(
             f"policy check: the policy reproduced the recorded action of step "
             f"{decision.step} in {decision.reproduced}/{decision.n} re-decisions "
-            f"({check.confidence:.0%} upper bound {decision.high:.0%}); a counterfactual there "
-            "describes another agent (otelcar replay --check-policy N for every step)"
+            f"({check.confidence:.0%} upper bound {decision.high:.0%}) and {decision.reason()}; "
+            "a counterfactual there may describe another agent: declare what differs "
+            "(otelcar.toml [agent], docs/replay.md; otelcar replay --check-policy N checks every "
+            "step)"
         )
+    for decision in check.decisions:
+        if decision.rare(check.min_rate):
+            result.notes.append(
+                f"policy check: step {decision.step}'s recorded action came back in "
+                f"{decision.reproduced}/{decision.n} re-decisions on the recorded request: "
+                "consistent with an intermittent decision of the agent that ran (were it its "
+                "usual choice, the policy would not be that agent)"
+            )
 
 
 async def why_run(

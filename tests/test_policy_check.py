@@ -96,7 +96,9 @@ def test_an_unfaithful_policy_is_caught_where_it_differs(tmp_path, run):
     assert refund.instead[0][0].startswith('answer: "This needs a manager')
     assert answer.unfaithful(check.min_rate) and answer.reproduced == 0
     assert check.to_dict()["unfaithful_steps"] == [refund.step, answer.step]
-    assert "counterfactuals there describe another agent" in check.headline()
+    assert "counterfactuals there may describe another agent" in check.headline()
+    # the reason is what differs: the trace (openai-v2) recorded no tool definitions
+    assert "tools inferred (the trace records no tool definitions" in refund.reason()
     again = run_sync(check_policy(run, registry=registry, samples=20, seed=1))
     assert again.to_dict() == check.to_dict()  # seeded
 
@@ -172,3 +174,29 @@ def test_attribute_checks_the_policy_at_its_culprit(tmp_path, p_refund: float, w
     assert ("policy check: the policy reproduced" in html.read_text()) is warned
     skipped = runner.invoke(cli, [*args, "--policy-check", "0"], catch_exceptions=False)
     assert skipped.exit_code == 0 and json.loads(out.read_text())["policy_check"] is None
+
+
+def test_a_rare_reproduction_on_the_recorded_request_is_not_an_alarm(tmp_path, run):
+    """The same policy, the request declared: nothing differs from the recording, so a rare
+    reproduction reads as an intermittent decision of the agent that ran, not another agent."""
+    from otelcar.replay.requests import AgentDeclaration
+
+    _, registry = _registry(tmp_path, "agent_policy_rare", POLICY)
+    declared = AgentDeclaration.from_config(
+        {
+            "structure": "loop",
+            "tool_choice": "auto",
+            "tools": {
+                name: {"description": name}
+                for name in ("lookup_order", "get_refund_policy", "issue_refund")
+            },
+        }
+    )
+    steps = read_otlp(OTLP / "new_content.traces.jsonl")
+    declared_run = load_run(NEW_CONTENT, steps, declared)
+    check = run_sync(check_policy(declared_run, registry=registry, samples=20, seed=1))
+    refund = next(d for d in check.decisions if d.step == declared_run.decisions[1].step)
+    assert refund.differences == [] and refund.below(check.min_rate)
+    assert refund.rare(check.min_rate) and not refund.unfaithful(check.min_rate)
+    assert refund.step not in check.to_dict()["unfaithful_steps"]
+    assert "consistent with an intermittent decision" in check.headline()

@@ -16,9 +16,19 @@ estimator uses). A re-decision **reproduces** the decision when it is the same a
 Per decision: reproduced ``k`` of ``n``, the Wilson interval of the rate, what the policy did
 instead (the most common other actions, with counts), and at recorded temperature 0 the
 share that differed, reported as **residual nondeterminism** (a faithful greedy decoder
-reproduces every time). A decision is **unfaithful** when the upper bound of its rate is
-below ``min_rate`` (default 0.5): positive evidence that the policy mostly does something
-else there, never an absence of evidence. Every call is counted in ``cost``.
+reproduces every time). Per decision also **what differs** between the request the policy
+is sent and the recorded one: each part of the request otelcar inferred
+(:mod:`otelcar.replay.requests`), another model, another temperature.
+
+A rate whose upper bound is below ``min_rate`` (default 0.5) is only an alarm with a reason.
+The recorded action may be the rarer choice of the agent that ran (an intermittent failure is
+the usual case), and a faithful policy then reproduces it rarely too. So a decision is
+**unfaithful** when its rate is shown below ``min_rate`` *and* either it was recorded at
+temperature 0 (a faithful greedy decoder reproduces every time) or the request differs from
+the recorded one (the differences are the advice: declare them); it is **rare** when its rate
+is shown below ``min_rate`` with nothing to blame, which is what an intermittent decision of
+the real agent looks like, and is reported as such, never as evidence of another agent.
+Every call is counted in ``cost``.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.stats import wilson
 from otelcar.cost import policy_calls_text
 from otelcar.messages import Message
+from otelcar.policies.base import PolicyError
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, Environment
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
@@ -95,20 +106,36 @@ class DecisionFaithfulness:
     temperature: float | None
     instead: list[tuple[str, int]] = field(default_factory=list)
     note: str | None = None
+    differences: list[str] = field(default_factory=list)
 
     @property
     def rate(self) -> float | None:
         return self.reproduced / self.n if self.n else None
+
+    def reason(self) -> str:
+        """Why a rare reproduction is an alarm here: what differs, or greedy decoding."""
+        if self.differences:
+            return "its request differs from the recorded one: " + "; ".join(self.differences)
+        return "it was recorded at temperature 0, where a faithful policy always reproduces"
 
     @property
     def greedy(self) -> bool:
         """Recorded at temperature 0 (the policy should then reproduce every time)."""
         return self.temperature == 0
 
-    def unfaithful(self, min_rate: float) -> bool:
-        """The upper bound of the rate is below ``min_rate``: the policy mostly decides
-        otherwise here (positive evidence; a decision not checked is never unfaithful)."""
+    def below(self, min_rate: float) -> bool:
+        """The upper bound of the rate is below ``min_rate`` (a decision not checked never
+        is)."""
         return self.n > 0 and self.high < min_rate
+
+    def unfaithful(self, min_rate: float) -> bool:
+        """Shown below ``min_rate`` with a reason: recorded greedy, or a request that
+        differs from the recorded one (module docstring)."""
+        return self.below(min_rate) and (self.greedy or bool(self.differences))
+
+    def rare(self, min_rate: float) -> bool:
+        """Shown below ``min_rate`` with nothing to blame: an intermittent decision."""
+        return self.below(min_rate) and not self.unfaithful(min_rate)
 
     def to_dict(self, min_rate: float) -> dict[str, Any]:
         return {
@@ -127,6 +154,8 @@ class DecisionFaithfulness:
                 1 - self.rate if self.greedy and self.rate is not None else None
             ),
             "unfaithful": self.unfaithful(min_rate),
+            "rare": self.rare(min_rate),
+            "differences": list(self.differences),
             "instead": [{"action": a, "count": c} for a, c in self.instead],
             "note": self.note,
         }
@@ -157,14 +186,22 @@ class PolicyCheck:
             f"policy check of trace {self.trace_id}: {len(checked)} decision(s) re-decided "
             f"{self.samples}× on their recorded contexts"
         ]
-        if bad:
-            steps = ", ".join(f"{d.step} ({d.reproduced}/{d.n})" for d in bad)
+        rare = [d for d in self.decisions if d.rare(self.min_rate)]
+        for d in bad:
             parts.append(
-                f"the policy rarely reproduces the recorded action at step(s) {steps} "
-                f"({self.confidence:.0%} upper bound below {self.min_rate:.0%}): "
-                "counterfactuals there describe another agent"
+                f"the policy rarely reproduces the recorded action at step {d.step} "
+                f"({d.reproduced}/{d.n}, {self.confidence:.0%} upper bound below "
+                f"{self.min_rate:.0%}) and {d.reason()}: counterfactuals there may describe "
+                "another agent"
             )
-        else:
+        if rare:
+            steps = ", ".join(f"{d.step} ({d.reproduced}/{d.n})" for d in rare)
+            parts.append(
+                f"step(s) {steps} reproduced below {self.min_rate:.0%} with the recorded "
+                "request and temperature: consistent with an intermittent decision of the "
+                "agent that ran"
+            )
+        if not bad and not rare:
             parts.append(
                 f"no decision is shown to be reproduced less than {self.min_rate:.0%} of the time"
             )
@@ -189,6 +226,36 @@ class PolicyCheck:
             "headline": self.headline(),
             "cost": self.cost,
         }
+
+
+def request_differences(
+    run: RecordedRun, decision: RecordedDecision, registry: PolicyRegistry
+) -> list[str]:
+    """How the request a re-decision of ``decision`` sends differs from the recorded one:
+    every part otelcar inferred (a part the policy itself sets, its ``tool_choice``, is the
+    user's), another model, another temperature. Empty: the recorded request, as recorded or
+    declared."""
+    spec = run.requests.spec(decision)
+    try:
+        policy: Any = registry.llm_for(agent=decision.agent, name=decision.name)
+    except PolicyError:
+        policy = None
+    out = [
+        f"{label} inferred ({part.basis})"
+        for label, part in (("tools", spec.tools), ("tool choice", spec.tool_choice))
+        if part.source == "inferred"
+        and not (label == "tool choice" and getattr(policy, "tool_choice", None) is not None)
+    ]
+    model = getattr(policy, "model", None)
+    if model and decision.model and model != decision.model:
+        out.append(f"model {model} (recorded {decision.model})")
+    recorded = _temperature(decision)
+    fixed = getattr(policy, "temperature", None)
+    sampling = getattr(policy, "sampling_temperature", None)
+    sent = fixed if fixed is not None else (sampling if recorded in (None, 0) else recorded)
+    if sent is not None and recorded is not None and float(sent) != recorded:
+        out.append(f"temperature {sent} (recorded {recorded})")
+    return out
 
 
 def _rule(spec: str, decision: RecordedDecision, registry: PolicyRegistry, outcome: Any) -> Any:
@@ -255,6 +322,7 @@ async def check_policy(
         except DecisionError as exc:
             skipped(str(exc))
             continue
+        differences = request_differences(run, decision, registry)
         arm = await sampler.ensure([], samples)
         valid = arm.valid()
         reproduced = sum(1 for s in valid if s.bad)
@@ -274,6 +342,7 @@ async def check_policy(
                 interval.high,
                 _temperature(decision),
                 instead.most_common(INSTEAD_SHOWN),
+                differences=differences,
             )
         )
     after = env.accounting.to_dict()

@@ -150,9 +150,15 @@ class AttributionResult:
         if not flagged:
             return ""
         shown = ", ".join(f"step {d['step']} ({d['reproduced']}/{d['n']})" for d in flagged)
+        differences = sorted({x for d in flagged for x in d.get("differences") or ()})
+        why = (
+            "its request differs from the recorded one (" + "; ".join(differences) + ")"
+            if differences
+            else "it was recorded at temperature 0"
+        )
         return (
-            f" The policy rarely reproduces the recorded action at {shown}: these "
-            "counterfactuals describe another agent than the one that ran."
+            f" The policy rarely reproduces the recorded action at {shown} and {why}: these "
+            "counterfactuals may describe another agent than the one that ran."
         )
 
     def rollouts_text(self) -> str:
