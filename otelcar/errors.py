@@ -35,3 +35,14 @@ class SourceError(OtelcarError):
 class UserCodeError(OtelcarError):
     """A function the user configured (an outcome, a python policy, a tool function) raised;
     the message names the function and the exception, the original is its ``__cause__``."""
+
+
+class BudgetTooSmall(OtelcarError):
+    """A policy-call budget too small for an analysis to reach any verdict, refused before a
+    call is spent; ``budget`` is the calls it had left, ``needed`` the fewest that can reach
+    one (the message names it)."""
+
+    def __init__(self, message: str, *, budget: int, needed: int) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.needed = needed

@@ -350,35 +350,41 @@ def attribution_report(console: Console, result: Any) -> None:
         table.add_row(*(untrusted_text(item) if isinstance(item, str) else item for item in items))
 
     b = doc["baseline"]
+    missing = Text("not measured", style="dim")  # no judged rollout: q is unknown, not a value
     row(
         "start",
         "",
         "(everything re-decided)",
-        f"{b['q']:.2f} [{b['q_ci'][0]:.2f}, {b['q_ci'][1]:.2f}]",
+        f"{b['q']:.2f} [{b['q_ci'][0]:.2f}, {b['q_ci'][1]:.2f}]" if b["rollouts"] else missing,
         "",
         "",
         str(b["rollouts"]),
     )
     ties = set(doc.get("ties") or [])
+    measured = b["rollouts"] > 0
     for e in doc["steps"]:
         culprit = e["step"] == doc.get("culprit")
         mark = " ◀ culprit" if culprit else (" (tie)" if e["step"] in ties else "")
         low, high = e["delta_ci"]
+        known = e["rollouts"] > 0 and measured  # Δ needs this plan and the one before
         row(
             str(e["step"]),
             e.get("agent") or "",
             e.get("name") or "",
-            f"{e['q']:.2f} [{e['q_ci'][0]:.2f}, {e['q_ci'][1]:.2f}]",
+            f"{e['q']:.2f} [{e['q_ci'][0]:.2f}, {e['q_ci'][1]:.2f}]" if e["rollouts"] else missing,
             Text(
                 f"{e['delta']:+.2f} [{low:+.2f}, {high:+.2f}]{mark}",
                 style="bold red" if culprit else "",
-            ),
-            f"{e['p_adjusted']:.2g}" + (" *" if e["significant"] else ""),
+            )
+            if known
+            else missing,
+            f"{e['p_adjusted']:.2g}" + (" *" if e["significant"] else "") if known else "",
             str(e["rollouts"]),
             action=gists.get(e["step"], ""),
         )
+        measured = e["rollouts"] > 0
     console.print(table)
-    if doc.get("point_of_no_return") is not None:
+    if doc["verdict"] != "undecided" and doc.get("point_of_no_return") is not None:
         console.print(f"point of no return: step {doc['point_of_no_return']}", highlight=False)
     cost = doc.get("cost") or {}
     console.print(

@@ -115,6 +115,16 @@ def test_check_config_fits_names_the_config_and_every_problem():
     check_config_fits(_run(defined=False), config)  # fits: no error
 
 
+def never_called(tmp_path: Path, config: Path) -> None:
+    """Point ``config``'s LLM policy at one that fails the test if it is ever called (a
+    module name of its own: ``agent_policy`` stays the working one other tests import)."""
+    (tmp_path / "never_called_policy.py").write_text(
+        "def decide(request):\n    raise AssertionError('a policy call was made')\n"
+    )
+    text = config.read_text().replace("agent_policy:decide", "never_called_policy:decide")
+    config.write_text(text)
+
+
 TYPO = '[policies."tool:lookup_ordr"]\ntype = "recorded"\n'
 BAD_ARG = '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\nargs = { ordr_id = "A-1" }\n'
 
@@ -128,7 +138,7 @@ def test_every_command_refuses_a_config_that_does_not_fit_before_any_call(
 ):
     runner, store, config = imported_trace_with_policy(tmp_path)
     config.write_text(config.read_text() + TYPO + BAD_ARG)
-    (tmp_path / "agent_policy.py").write_text("def decide(request):\n    raise AssertionError\n")
+    never_called(tmp_path, config)
     done = runner.invoke(
         cli, [*store, command[0], NEW_CONTENT[:8], *command[1:], "-c", str(config)]
     )

@@ -82,6 +82,7 @@ from otelcar.attribution.context.pieces import (
 )
 from otelcar.attribution.context.result import Cause, TestRecord, WhyResult
 from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
 from otelcar.attribution.experiment.redecisions import (
     Arm,
     DecisionError,
@@ -593,6 +594,20 @@ def headline_key(cause: Cause) -> tuple[Any, ...]:
     )
 
 
+def call_floor(run: RecordedRun, *, step: int | str, samples: int) -> CallFloor:
+    """The fewest policy calls with which :func:`why_async` can reach any verdict: the base
+    arm, ``samples`` re-decisions of the step on its recorded context with seeds of their
+    own (a base rate of 0 is already the verdict ``not-reproduced``); with ``step="culprit"``
+    after the attribution that finds the step
+    (:func:`otelcar.attribution.steps.attribute.call_floor`, its default design)."""
+    own = CallFloor(samples, f"the base arm needs {samples} re-decisions")
+    if step != "culprit":
+        return own
+    from otelcar.attribution.steps.attribute import call_floor as attribution_floor
+
+    return attribution_floor(run) + own
+
+
 async def resolve_step(
     run: RecordedRun,
     step: int | str,
@@ -683,6 +698,7 @@ async def why_async(
     """
     started = time.perf_counter()
     env = env or Environment(registry, budget or Budget())
+    refuse_small_budget(env.budget, call_floor(run, step=step, samples=samples))
     before = env.accounting.to_dict()
     decision, reason = await resolve_step(
         run, step, registry=registry, outcome=outcome, seed=seed, budget=env.budget, env=env

@@ -55,7 +55,9 @@ from otelcar.attribution.context.decisions import (
 from otelcar.attribution.context.pieces import edits_for
 from otelcar.attribution.context.result import WhyResult
 from otelcar.attribution.context.why import WhyError, why_async
+from otelcar.attribution.context.why import call_floor as why_floor
 from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
 from otelcar.attribution.experiment.redecisions import (
     Sample,
     Sampler,
@@ -282,6 +284,20 @@ async def _forward(
     )
 
 
+def call_floor(
+    run: RecordedRun, *, step: int | str, samples: int, why: WhyResult | None = None
+) -> CallFloor:
+    """The fewest policy calls with which :func:`fix_async` can reach any verdict: ``why``'s
+    (:func:`otelcar.attribution.context.why.call_floor`; none when ``why`` is given), then
+    the validation's unfixed base arm and the arm of at least one candidate (the action
+    guard is always proposed), ``samples`` re-decisions each on seeds of their own."""
+    own = CallFloor(
+        2 * samples,
+        f"validating a fix needs {2 * samples} re-decisions ({samples} unfixed, {samples} fixed)",
+    )
+    return own if why is not None else why_floor(run, step=step, samples=samples) + own
+
+
 async def fix_async(
     run: RecordedRun,
     *,
@@ -307,6 +323,7 @@ async def fix_async(
     ``why`` is not given; see the module docstring for the method and the verdicts)."""
     started = time.perf_counter()
     env = env or Environment(registry, budget or Budget())
+    refuse_small_budget(env.budget, call_floor(run, step=step, samples=samples, why=why))
     before = env.accounting.to_dict()
     if why is None:
         why = await why_async(

@@ -38,6 +38,7 @@ from typing import Any
 
 import polars as pl
 
+from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
 from otelcar.attribution.experiment.rollouts import PlanOutcomes, extend
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.stats import (
@@ -186,6 +187,15 @@ async def attribute_async(
         raise AttributionError(f"trace {run.trace_id} has no LLM step to attribute")
     question = "success" if credit else "failure"
     env = env or Environment(registry, budget or Budget())
+    floor = call_floor(
+        run,
+        rollouts=rollouts,
+        first_look=first_look,
+        max_rollouts=max_rollouts,
+        mode=mode,
+        bisect_above=bisect_above,
+    )
+    refuse_small_budget(env.budget, floor)  # before the fidelity check (a judge's calls)
     spent_before = env.accounting.to_dict()  # a shared env (why/fix --step culprit) counts on
     judged = env.bind(Negated(outcome) if credit else outcome)  # a judge's calls counted too
     fidelity = await check_fidelity_async(run, outcome=judged, env=env)
@@ -236,7 +246,7 @@ async def attribute_async(
     done_looks: list[int] = []
     baseline = effects = None
     stop_reason = "last-look"
-    use_bisect = mode == "bisect" or (mode == "auto" and run.horizon > bisect_above)
+    use_bisect = bisects(run, mode, bisect_above)
     # Bisection and its fallback to the full curve test on the same rollouts, and which of
     # the two tests is made depends on the data: each gets half of alpha (union bound).
     curve_alpha = alpha / 2 if use_bisect else alpha
@@ -357,10 +367,18 @@ async def attribute_async(
             reasons = Counter(
                 re.sub(r"^rollout \d+: ", "", str(e))[:200] for e in errors
             ).most_common(2)
+            remedy = (
+                "Register the policies they lacked ([policies] in otelcar.toml), or fix what "
+                "made them fail"
+            )
+            if env.budget.max_calls is not None and env.budget.calls >= env.budget.max_calls:
+                remedy = (  # rollouts the budget cut are not a policy's fault
+                    f"The budget of {env.budget.max_calls} policy calls ran out before the look "
+                    "was complete: raise --budget ([replay] max_calls)"
+                )
             raise RolloutsFailed(
                 f"{len(errors)} rollouts failed ({'; '.join(f'{r} ({n}×)' for r, n in reasons)})"
-                f", and {changing}: no verdict. Register the policies they lacked "
-                "([policies] in otelcar.toml), or fix what made them fail"
+                f", and {changing}: no verdict. {remedy}"
             )
     refutations = []
     if refutation and culprit is not None and culprit.index >= 0:
@@ -426,7 +444,8 @@ async def attribute_async(
         steps=effects,
         culprit=culprit,
         ties=ties,
-        point_of_no_return=point_of_no_return(effects, True),
+        # an undecided curve has no point of no return to report, only intervals to widen
+        point_of_no_return=None if verdict == "undecided" else point_of_no_return(effects, True),
         harmful_step=harmful,
         refutations=refutations,
         looks=done_looks,
@@ -436,6 +455,51 @@ async def attribute_async(
         cost=cost,
         notes=notes,
         rollout_errors=errors,
+    )
+
+
+def bisects(run: RecordedRun, mode: str, bisect_above: int) -> bool:
+    """Whether ``attribute`` bisects the curve: ``mode="bisect"``, or ``"auto"`` on a run of
+    more than ``bisect_above`` decisions."""
+    return mode == "bisect" or (mode == "auto" and run.horizon > bisect_above)
+
+
+def call_floor(
+    run: RecordedRun,
+    *,
+    rollouts: int | None = None,
+    first_look: int = 8,
+    max_rollouts: int = 64,
+    mode: str = "auto",
+    bisect_above: int = 40,
+) -> CallFloor:
+    """The fewest policy calls with which :func:`attribute_async` (with these options) can
+    reach any verdict on ``run``: its first look complete.
+
+    The full curve's first look gives each of the ``n`` plans ``P_{-1}..P_{n-2}`` (the
+    factual plan costs nothing) ``L`` rollouts, and rollout r of ``P_k`` re-decides decision
+    ``k+1`` on its recorded context with seed (r, k+1): ``L × n`` requests no two of which
+    are the same, so the cache serves none (any later call only adds). Bisection evaluates
+    ``P_{-1}`` and at least ``⌊log2 n⌋`` midpoints at its search look ``S``, then confirms on
+    at least the first confirmation look ``C`` of fresh rollouts of ``P_{hi-1}``:
+    ``S × (1 + ⌊log2 n⌋) + C``. A judge outcome's calls come on top."""
+    n = run.horizon
+    looks = [rollouts] if rollouts is not None else look_schedule(first_look, max_rollouts)
+    if not bisects(run, mode, bisect_above):
+        calls = looks[0] * n
+        return CallFloor(
+            calls,
+            f"the first look needs at least {calls}: {looks[0]} rollouts per plan × {n} "
+            "decisions re-decided",
+        )
+    search = looks[min(1, len(looks) - 1)]
+    plans = 1 + max(0, n.bit_length() - 1)  # P_{-1} and floor(log2 n) midpoints
+    confirm = min(upto for upto in looks if upto >= search)
+    calls = search * plans + confirm
+    return CallFloor(
+        calls,
+        f"bisection needs at least {calls}: {search} rollouts × {plans} searched plans, then "
+        f"{confirm} confirmation rollouts",
     )
 
 

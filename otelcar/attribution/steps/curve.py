@@ -307,10 +307,11 @@ def bound_closes(effect: StepEffect, floor: float) -> bool:
 
 def point_of_no_return(effects: list[StepEffect], factual_failed: bool) -> int | None:
     """The first step after which q stays at the failure level: every later q interval
-    contains the factual outcome (1 for a failing run)."""
+    contains the factual outcome (1 for a failing run). A step with no judged rollout was not
+    measured (its interval, [0, 1], contains anything): no point at or before it is one."""
     level = 1.0 if factual_failed else 0.0
     for index, effect in enumerate(effects):
-        if all(e.q_ci.contains(level) for e in effects[index:]):
+        if all(e.n > 0 and e.q_ci.contains(level) for e in effects[index:]):
             return effect.step
     return None
 

@@ -126,7 +126,8 @@ class AttributionResult:
                 f"{self.confidence:.1%} with {self.rollouts_text()} (the largest upper bound "
                 f"is Δ ≤ {most:+.2f}).{target} Cost: {calls}."
             )
-        bounded = [e for e in self.steps if e.repeats_recorded]
+        unmeasured = self.unmeasured()
+        bounded = [e for e in self.steps if e.repeats_recorded and e.n > 0]
         tail = (
             f"; the re-decisions of steps {[e.step for e in bounded]} always repeated the "
             "recorded action, so their effects are only bounded (up to "
@@ -134,10 +135,30 @@ class AttributionResult:
             if bounded
             else ""
         )
+        if unmeasured:
+            cause = (
+                "the budget ran out"
+                if self.stop_reason == "budget"
+                else "every rollout of some plans failed"
+            )
+            return (
+                f"Undecided: {cause} before every step was measured — q at "
+                f"{', '.join(unmeasured)} {'has' if len(unmeasured) == 1 else 'have'} no "
+                "judged rollout, so the effects there are "
+                f"unknown; among the steps measured, none was significant at "
+                f"{self.confidence:.1%}{tail}. "
+                f"Cost: {calls}."
+            )
         return (
             f"Undecided: no step's effect was significant at {self.confidence:.1%} with "
             f"{self.rollouts_text()}{tail}. Cost: {calls}."
         )
+
+    def unmeasured(self) -> list[str]:
+        """Where the curve has no judged rollout (``"the start"``, ``"step K"``): an
+        incomplete run's q there is unknown, not a value."""
+        missing = ["the start"] if self.baseline.n == 0 else []
+        return missing + [f"step {e.step}" for e in self.steps if e.n == 0]
 
     def _policy_warning(self) -> str:
         """A sentence when the policy check found the policy rarely reproduces the recorded
