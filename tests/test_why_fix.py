@@ -495,10 +495,12 @@ RULES = ("untrusted", "guard", "both")
 
 def test_why_and_fix_are_calibrated_on_400_nulls():
     """400 null runs (base rates 0.8 and 0.5, the intermittent design, alternating): ``why``
-    confirms a piece of the context (any test of its search, causes or prerequisites) and
-    ``fix`` validates a prompt rule (PASS or PART) each in at most alpha of them."""
+    confirms a piece of the context (any test of its search, causes or prerequisites),
+    ``fix`` validates a prompt rule (PASS or PART), and it validates the source candidate
+    that removes the strongest piece ``why`` did not confirm, each in at most alpha of them
+    (the strongest piece is chosen on why's draws, so only fresh draws keep it calibrated)."""
     run = run_of()
-    confirmed = validated = intermittent = 0
+    confirmed = validated = sourced = removed = intermittent = 0
     for seed in range(NULL_RUNS):
         rate = 0.8 if seed % 2 == 0 else 0.5
         result = fix(run, step=4, registry=registry(null_agent(rate)), seed=seed)
@@ -506,18 +508,23 @@ def test_why_and_fix_are_calibrated_on_400_nulls():
         validated += any(
             c.decision.verdict in ("PASS", "PART") for c in result.candidates if c.kind in RULES
         )
+        sources = [c for c in result.candidates if c.kind == "source"]
+        sourced += bool(sources)
+        removed += any(c.decision.verdict in ("PASS", "PART") for c in sources)
         intermittent += result.why.intermittent
     assert confirmed <= NULL_MARGIN and validated <= NULL_MARGIN, (confirmed, validated)
+    assert removed <= NULL_MARGIN and sourced >= NULL_RUNS / 2, (removed, sourced)
     assert intermittent >= NULL_RUNS / 3  # the larger-arm design was exercised
 
 
 @pytest.mark.slow
 def test_forward_validation_is_calibrated_on_400_nulls():
     """Forward validation on the same nulls: a prompt rule the agent ignores does not lower
-    the run's failure rate, and is validated forward in at most alpha of 400 runs. (The
-    forced escalation does prevent the refund: it is a real effect and not counted.)"""
+    the run's failure rate, and is validated forward in at most alpha of 400 runs; nor is the
+    removal of the strongest unconfirmed piece. (The forced escalation does prevent the
+    refund: it is a real effect and not counted.)"""
     run = run_of()
-    validated = 0
+    validated = removed = 0
     for seed in range(NULL_RUNS):
         rate = 0.8 if seed % 2 == 0 else 0.5
         result = fix(
@@ -532,7 +539,10 @@ def test_forward_validation_is_calibrated_on_400_nulls():
         validated += any(
             c.forward.verdict in ("PASS", "PART") for c in result.candidates if c.kind in RULES
         )
-    assert validated <= NULL_MARGIN, validated
+        removed += any(
+            c.forward.verdict in ("PASS", "PART") for c in result.candidates if c.kind == "source"
+        )
+    assert validated <= NULL_MARGIN and removed <= NULL_MARGIN, (validated, removed)
 
 
 # -- regression tests and the CLI --------------------------------------------------------------

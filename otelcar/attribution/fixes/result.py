@@ -161,7 +161,12 @@ class FixCandidate:
 
 @dataclass
 class FixResult:
-    """Candidate fixes of one decision, validated; the best one named."""
+    """Candidate fixes of one decision, validated; the best one named.
+
+    ``base_bad`` / ``base_n``: the unfixed base arm the candidates were tested against (fresh
+    draws of the stage ``fix.validate``), the rate the headline quotes; ``why_base_bad`` /
+    ``why_base_n``: ``why``'s own base arm (other draws, so other counts), for reference.
+    """
 
     trace_id: str
     step: int
@@ -181,6 +186,8 @@ class FixResult:
     cost: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     confidence: float = 0.95
+    why_base_bad: int | None = None
+    why_base_n: int | None = None
     # The explanation the fixes were built from (not part of the fix JSON: `why --json` and
     # `fix --why-json` write it in its own schema).
     why: WhyResult | None = field(default=None, repr=False, compare=False)
@@ -197,16 +204,16 @@ class FixResult:
         if self.best is None:
             return (
                 f"Step {self.step} ({self.decision}): no candidate fix passed (bad-decision "
-                f"rate significantly below {base} and its upper {self.confidence:.0%} bound "
-                f"≤ {self.max_rate:.0%}). Cost: {calls}."
+                f"rate significantly below the unfixed {base} and its upper "
+                f"{self.confidence:.0%} bound ≤ {self.max_rate:.0%}). Cost: {calls}."
             )
         best = self.candidate(self.best)
         text = f"Step {self.step} ({self.decision}): best fix '{best.name}' ({best.description})"
         if best.decision is not None:
             d = best.decision
             text += (
-                f": {d.bad}/{d.n} bad re-decisions [{d.ci.low:.0%}, {d.ci.high:.0%}] vs {base} "
-                f"unfixed (Holm-adjusted Fisher p = {d.p_adjusted:.2g})"
+                f": {d.bad}/{d.n} bad re-decisions [{d.ci.low:.0%}, {d.ci.high:.0%}] vs "
+                f"{d.base_bad}/{d.base_n} unfixed (Holm-adjusted Fisher p = {d.p_adjusted:.2g})"
             )
         if best.forward is not None:
             f = best.forward
@@ -227,7 +234,13 @@ class FixResult:
             "same_spec": self.same_spec,
             "cause": self.cause,
             "cause_label": self.cause_label,
-            "base": {"bad": self.base_bad, "n": self.base_n},
+            "base": {
+                "bad": self.base_bad,
+                "n": self.base_n,
+                "why": None
+                if self.why_base_n is None
+                else {"bad": self.why_base_bad, "n": self.why_base_n},
+            },
             "headline": self.headline(),
             "best": self.best,
             "candidates": [c.to_dict() for c in self.candidates],
