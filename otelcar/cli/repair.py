@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 from rich.panel import Panel
-from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from otelcar.cli.common import write_json
@@ -28,6 +27,8 @@ from otelcar.cost import policy_calls_text
 if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
     from otelcar.attribution.context.result import WhyResult
     from otelcar.attribution.fixes.result import FixResult
+    from otelcar.cli.progress import AnalysisProgress
+    from otelcar.replay import Budget
 
 CONFIG_HELP = "otelcar.toml with the policies (and the outcome, for --step culprit/--forward)."
 SAME_HELP = (
@@ -78,11 +79,13 @@ def _setup(
     return run, config
 
 
-def _progress(what: str) -> Progress:
-    from otelcar.cli.common import stderr_progress
+def _progress(what: str, budget: Budget) -> AnalysisProgress:
+    """The progress of ``why`` or ``fix``: re-decisions and policy calls, against the budget
+    when it has a cap (:mod:`otelcar.cli.progress`)."""
+    from otelcar.cli.progress import AnalysisProgress
 
-    return stderr_progress(
-        SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} re-decisions")
+    return AnalysisProgress(
+        what, calls=lambda: budget.calls, budget=budget.max_calls, unit="re-decisions"
     )
 
 
@@ -226,22 +229,22 @@ def why_command(
     tests under an online multiplicity correction, narrows each to the smallest part that
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
-    from otelcar.analyses import step_arg, why_run
+    from otelcar.analyses import budget_for, step_arg, why_run
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
-    with executor_for(settings, executor, ray_address), _progress("why") as progress:
-        task = progress.add_task("why", total=None)
+    spent = budget_for(settings, budget)
+    with executor_for(settings, executor, ray_address), _progress("why", spent) as progress:
         result = run_sync(
             why_run(
                 run,
                 config,
                 step=step_arg(step),
-                budget=budget,
+                budget=spent,
                 seed=seed,
-                on_sample=lambda _: progress.advance(task),
+                on_sample=progress.tick,
                 same=same,
                 samples=samples,
                 alpha=alpha,
@@ -322,7 +325,7 @@ def fix_command(
     the unfixed rate (PASS / PART / FAIL), and with --forward rolled out through the rest of
     the run against the outcome. --write-test writes a pytest file that keeps it fixed.
     """
-    from otelcar.analyses import fix_run, step_arg
+    from otelcar.analyses import budget_for, fix_run, step_arg
     from otelcar.attribution.fixes.fix import FixError
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
@@ -331,16 +334,16 @@ def fix_command(
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     settings = config.replay
     base_seed = settings.seed_or(seed)
-    with executor_for(settings, executor, ray_address), _progress("why + fix") as progress:
-        task = progress.add_task("fix", total=None)
+    spent = budget_for(settings, budget)
+    with executor_for(settings, executor, ray_address), _progress("why + fix", spent) as progress:
         result = run_sync(
             fix_run(
                 run,
                 config,
                 step=step_arg(step),
-                budget=budget,
+                budget=spent,
                 seed=base_seed,
-                on_sample=lambda _: progress.advance(task),
+                on_sample=progress.tick,
                 same=same,
                 samples=samples,
                 alpha=alpha,

@@ -359,7 +359,9 @@ def attribute_command(
 ) -> None:
     """Which step caused the failure: the commitment curve, step effects with intervals and
     Holm-adjusted exact tests, the culprit, and what it cost."""
-    from otelcar.analyses import attribute_run
+    from otelcar.analyses import attribute_run, budget_for
+    from otelcar.attribution.steps.attribute import bisects
+    from otelcar.cli.progress import AnalysisProgress
     from otelcar.policies import OpenAICompatiblePolicy
     from otelcar.render import attribution_report
     from otelcar.report import RolloutSampler, with_report_sections, write_html
@@ -373,19 +375,22 @@ def attribute_command(
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
     settings = config.replay
+    spent = budget_for(settings, budget)  # the progress display reads its calls
+    last = rollouts if rollouts is not None else max_rollouts
+    # the curve's rollouts (n plans and the factual one), and bisection's confirmation arm
+    most = run.horizon * last + 1 + (2 * last if bisects(run, mode, 40) else 0)
     with (
         executor_for(settings, executor, ray_address),
-        stderr_progress(
-            TextColumn("rollouts"), BarColumn(), TextColumn("{task.completed} done")
+        AnalysisProgress(
+            "attribute", calls=lambda: spent.calls, budget=spent.max_calls, most=most
         ) as progress,
     ):
-        task = progress.add_task("attribute", total=None)
-        sampler = RolloutSampler(then=lambda _: progress.advance(task))
+        sampler = RolloutSampler(then=progress.tick)
         result = run_sync(
             attribute_run(
                 run,
                 config,
-                budget=budget,
+                budget=spent,
                 seed=seed,
                 on_rollout=sampler,
                 confidence=confidence,
