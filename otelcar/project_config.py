@@ -203,6 +203,16 @@ def load_source(path: str | Path | None = None) -> SourceSettings | None:
     return None if data is None else parse_source(data.get("source"), path)
 
 
+def load_judging_config(path: str | Path | None = None) -> ProjectConfig | None:
+    """The config at ``path`` (default ``./otelcar.toml`` when present) when it has an
+    ``[outcome]``, else ``None`` with no policy built: for commands that judge recorded runs
+    only where an outcome is configured (``otelcar traces``)."""
+    data, path = _read_toml(path)
+    if data is None or path is None or "outcome" not in data:
+        return None
+    return parse_config(data, base_dir=path.resolve().parent, path=path)
+
+
 def load_config(path: str | Path | None = None) -> ProjectConfig:
     """Read ``path`` (default ``./otelcar.toml``; an empty config when that is absent)."""
     data, path = _read_toml(path)
@@ -335,6 +345,11 @@ def config_schema_document() -> dict[str, Any]:
                                     "type": "string",
                                     "description": "<agent or model>#<n>: the agent's n-th "
                                     "decision (otelcar init and replay --json list them)",
+                                },
+                                "agent": {
+                                    "type": "string",
+                                    "description": "every decision of this agent (a step "
+                                    "or key declaration is more specific)",
                                 },
                                 "tools": {"type": "array", "items": {"type": "string"}},
                                 "tool_choice": {"type": "string"},

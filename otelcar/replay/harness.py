@@ -255,7 +255,7 @@ def decision_request(
     the tools, tool choice and sampling parameters :attr:`RecordedRun.requests` settled for
     it (recorded, declared or inferred), and the recorded model. ``chain``: the digest chain
     of ``context`` when the caller has it."""
-    spec = run.requests.spec(recorded)
+    spec = run.requests.spec(recorded, agent)
     tools = spec.tools.value
     params = spec.params.value
     return DecisionRequest(

@@ -78,9 +78,28 @@ class DeclaredDecision:
     tools: tuple[str, ...] | None = None
     tool_choice: Any = _UNSET
     params: Mapping[str, Any] | None = None
+    agent: str | None = None  # every decision of this agent (a step or key is more specific)
 
     def describe(self) -> str:
-        return f"step {self.step}" if self.step is not None else f"decision {self.key!r}"
+        if self.step is not None:
+            return f"step {self.step}"
+        if self.key is not None:
+            return f"decision {self.key!r}"
+        return f"agent {self.agent!r}"
+
+    def over(self, general: DeclaredDecision) -> DeclaredDecision:
+        """This declaration laid over a more general one (an agent's): each part it leaves
+        unset comes from ``general``."""
+        return DeclaredDecision(
+            self.step,
+            self.key,
+            self.tools if self.tools is not None else general.tools,
+            self.tool_choice if self.tool_choice is not _UNSET else general.tool_choice,
+            {**(general.params or {}), **(self.params or {})}
+            if self.params is not None or general.params is not None
+            else None,
+            self.agent or general.agent,
+        )
 
 
 @dataclass(frozen=True)
@@ -163,16 +182,21 @@ def _declared_decision(item: Any, position: int) -> DeclaredDecision:
     where = f"[[agent.decision]] #{position + 1}"
     if not isinstance(item, Mapping):
         raise RequestError(f"{where}: a table")
-    known = {"step", "key", "tools", "tool_choice", "params"}
+    known = {"step", "key", "agent", "tools", "tool_choice", "params"}
     unknown = set(item) - known
     if unknown:
         raise RequestError(
             f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: "
             f"{', '.join(sorted(known))}"
         )
-    step, key = item.get("step"), item.get("key")
-    if (step is None) == (key is None):
-        raise RequestError(f"{where}: give exactly one of step (a decision's step) or key")
+    step, key, agent = item.get("step"), item.get("key"), item.get("agent")
+    if sum(x is not None for x in (step, key, agent)) != 1:
+        raise RequestError(
+            f"{where}: give exactly one of step (a decision's step), key (<agent>#<n>) or "
+            "agent (every decision of that agent)"
+        )
+    if agent is not None and not isinstance(agent, str):
+        raise RequestError(f"{where}: agent must be a name")
     if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
         raise RequestError(f"{where}: step must be an integer")
     tools = item.get("tools")
@@ -186,7 +210,9 @@ def _declared_decision(item: Any, position: int) -> DeclaredDecision:
     params = item.get("params")
     if params is not None and not isinstance(params, Mapping):
         raise RequestError(f"{where}: params must be a table")
-    return DeclaredDecision(step, key, tuple(tools) if tools is not None else None, choice, params)
+    return DeclaredDecision(
+        step, key, tuple(tools) if tools is not None else None, choice, params, agent
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +227,7 @@ class RequestSpec:
     tools: Part
     tool_choice: Part
     params: Part
+    agent: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -234,10 +261,17 @@ class RunRequests:
     def workflow(self) -> bool:
         return self.structure.value == "workflow"
 
-    def spec(self, decision: RecordedDecision | None) -> RequestSpec:
+    def spec(self, decision: RecordedDecision | None, agent: str | None = None) -> RequestSpec:
+        """The request of ``decision``; ``None``: a decision past the recorded horizon, which
+        a loop makes with the request of ``agent``'s last recorded decision (the same
+        tools, tool choice and parameters: the loop goes on), else of the run's last."""
         if decision is None:
             if self.beyond is None:
                 raise RequestError("a workflow has no decision past its recorded end")
+            if agent is not None:
+                for spec in reversed(self.decisions):
+                    if spec.agent == agent:
+                        return spec
             return self.beyond
         return self.decisions[decision.index]
 
@@ -301,14 +335,18 @@ def _called(decision: RecordedDecision) -> list[str]:
 
 def detect_structure(run: RecordedRun) -> Part:
     """The run's structure read from the trace (always ``inferred``; see the module doc)."""
-    recorded = [d for d in run.decisions if d.tools is not None]
-    if recorded:
-        offered = {tuple(sorted(str(t.get("name")) for t in d.tools or ())) for d in recorded}
-        if len(offered) > 1:
+    offered: dict[str | None, set[tuple[str, ...]]] = {}
+    for d in run.decisions:
+        if d.tools is not None:  # each agent of a handoff has its own tools
+            names = tuple(sorted(str(t.get("name")) for t in d.tools))
+            offered.setdefault(d.agent, set()).add(names)
+    for agent, sets in offered.items():
+        if len(sets) > 1:
+            who = f" of agent {agent}" if len(offered) > 1 else ""
             return Part(
                 "workflow",
                 "inferred",
-                "the recorded requests offer different tools at different decisions",
+                f"the recorded requests{who} offer different tools at different decisions",
             )
     for decision in run.decisions[1:]:
         after_reference = False
@@ -361,10 +399,13 @@ def plan_requests(run: RecordedRun, declared: AgentDeclaration | None = None) ->
                 tools,
                 _tool_choice(own, declared, tools),
                 _params(decision, own),
+                decision.agent,
             )
         )
     beyond = None
-    if structure.value == "loop":
+    if structure.value == "loop" and specs:
+        beyond = specs[-1]  # the loop goes on with the request it last made
+    elif structure.value == "loop":
         beyond = RequestSpec(
             None,
             None,
@@ -388,6 +429,11 @@ class _Catalogue:
 
     def __init__(self, run: RecordedRun, declared: AgentDeclaration) -> None:
         self.definitions: dict[str, tuple[dict[str, Any], str]] = {}
+        self.agents = {d.agent for d in run.decisions if d.agent}
+        self.called_by: dict[str | None, list[str]] = {}
+        for decision in run.decisions:
+            names = self.called_by.setdefault(decision.agent, [])
+            names.extend(n for n in _called(decision) if n not in names)
         for decision in run.decisions:
             for call in decision.action.tool_calls if decision.action else ():
                 if call.name and call.name not in self.definitions:
@@ -492,8 +538,28 @@ def _overrides(run: RecordedRun, declared: AgentDeclaration) -> dict[int, Declar
         who = decision.agent or decision.name
         ordinals[who] = ordinals.get(who, 0) + 1
         by_key[decision_key(decision, ordinals[who])] = decision.index
-    out: dict[int, DeclaredDecision] = {}
+    agents = {d.agent for d in run.decisions if d.agent}
+    general: dict[str, DeclaredDecision] = {}
     for item in declared.decisions:
+        if item.agent is None:
+            continue
+        if item.agent not in agents:
+            close = difflib.get_close_matches(item.agent, sorted(agents), n=1)
+            raise RequestError(
+                f"[[agent.decision]] agent {item.agent!r} made no decision in trace "
+                f"{run.trace_id} (its agents: {', '.join(sorted(agents)) or 'none named'})"
+                + (f"; did you mean {close[0]!r}?" if close else "")
+            )
+        if item.agent in general:
+            raise RequestError(f"[[agent.decision]]: agent {item.agent!r} is declared twice")
+        general[item.agent] = item
+    out: dict[int, DeclaredDecision] = {
+        d.index: general[d.agent] for d in run.decisions if d.agent in general
+    }
+    specific: set[int] = set()
+    for item in declared.decisions:
+        if item.agent is not None:
+            continue
         if item.step is not None:
             index = by_step.get(item.step)
             known = ", ".join(str(s) for s in by_step)
@@ -506,9 +572,10 @@ def _overrides(run: RecordedRun, declared: AgentDeclaration) -> dict[int, Declar
                 f"[[agent.decision]] {item.describe()} is not a decision of trace "
                 f"{run.trace_id} (its decisions: {known or 'none'})"
             )
-        if index in out:
+        if index in specific:
             raise RequestError(f"[[agent.decision]]: {item.describe()} is declared twice")
-        out[index] = item
+        specific.add(index)
+        out[index] = item.over(out[index]) if index in out else item
     return out
 
 
@@ -536,6 +603,15 @@ def _tools(
             "none with this one: none offered",
         )
     if structure.value == "loop":
+        if len(catalogue.agents) > 1:
+            names = catalogue.called_by.get(decision.agent, [])
+            return catalogue.part(
+                names,
+                "inferred",
+                f"a loop of several agents: every tool agent {decision.agent} called"
+                + ("" if declared.tools else "; the trace records no tool definitions"),
+                where,
+            )
         return catalogue.everything()
     called = _called(decision)
     if declared.tools and not called:

@@ -1,0 +1,143 @@
+"""A scripted OpenAI-compatible model on 127.0.0.1 (stdlib only): ``POST /v1/chat/completions``.
+
+Its answer to each request comes from a **brain**, ``brain(messages, tools, rng) -> message``:
+``messages`` and ``tools`` in OpenAI's chat format (tools as ``{"type": "function",
+"function": {...}}``), ``rng`` a :class:`random.Random` seeded with the request's ``seed``; the
+message is an assistant message dict (``content`` and/or ``tool_calls`` of ``{"name",
+"arguments"}``). A brain may only call a tool the request offers; :func:`answer` enforces it,
+as a constrained server does. Every request body is kept (:attr:`ScriptedModel.requests`).
+
+``forced``: answers to give in order instead of the brain's, to run an agent live along a
+rollout's actions (after the last, the server answers ``"(no more forced answers)"`` and
+counts the request in :attr:`ScriptedModel.extra`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Brain = Callable[[list[dict[str, Any]], list[dict[str, Any]], random.Random], dict[str, Any]]
+
+
+def offered(tools: list[dict[str, Any]] | None) -> list[str]:
+    """The names of the tools a request offers (OpenAI's or otelcar's tool format)."""
+    return [str((t.get("function") or t).get("name")) for t in tools or ()]
+
+
+def answer(brain: Brain, messages: list[dict[str, Any]], tools: Any, seed: int) -> dict:
+    """The brain's answer; a call of a tool that is not offered is refused."""
+    message = brain(messages, list(tools or ()), random.Random(seed))
+    names = offered(tools)
+    for call in message.get("tool_calls") or ():
+        if call["name"] not in names:
+            raise ValueError(f"the brain called {call['name']!r}, offered: {names}")
+    return message
+
+
+def context_text(messages: list[dict[str, Any]]) -> str:
+    """Every message's text, for brains that react to what the context says."""
+    return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+def called(messages: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
+    """The arguments of every call of ``tool`` in the conversation so far."""
+    out = []
+    for m in messages:
+        for call in m.get("tool_calls") or ():
+            function = call.get("function") or call
+            if function.get("name") == tool:
+                arguments = function.get("arguments")
+                out.append(json.loads(arguments) if isinstance(arguments, str) else arguments)
+    return out
+
+
+def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
+    """A tool call of ``tool`` (positional-only: an argument may be called ``tool``)."""
+    return {"content": None, "tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"content": text, "tool_calls": []}
+
+
+class ScriptedModel:
+    """The server (a context manager): ``base_url``, ``requests``, ``forced``, ``extra``."""
+
+    def __init__(self, brain: Brain) -> None:
+        self.brain = brain
+        self.requests: list[dict[str, Any]] = []
+        self.forced: list[dict[str, Any]] | None = None
+        self.extra = 0
+        self._lock = threading.Lock()
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                reply = model._reply(body)
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedModel:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(body)
+            index = len(self.requests) - 1
+            if self.forced is not None:
+                if index < len(self.forced):
+                    message = self.forced[index]
+                else:
+                    self.extra += 1
+                    message = say("(no more forced answers)")
+            else:
+                message = answer(
+                    self.brain, body["messages"], body.get("tools"), int(body.get("seed") or 0)
+                )
+        calls = [
+            {
+                "id": f"call_{index}_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
+            for i, c in enumerate(message.get("tool_calls") or ())
+        ]
+        return {
+            "id": f"chatcmpl-{index}",
+            "object": "chat.completion",
+            "created": 1_764_000_000,
+            "model": body.get("model", "scripted"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": message.get("content"),
+                        **({"tool_calls": calls} if calls else {}),
+                    },
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }

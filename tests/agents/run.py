@@ -1,0 +1,122 @@
+"""Run one agent once against a model server, traced by a real instrumentation.
+
+    python -m tests.agents.run cleanup --base-url http://127.0.0.1:PORT/v1 --out t.jsonl \
+        --instrument openai-v2 --seed 7
+
+``--instrument``: ``openai-v2`` (``opentelemetry-instrumentation-openai-v2`` with message
+content on spans, util-genai ``invoke_agent`` and ``execute_tool`` spans: no tool definitions,
+no tool choice), ``openinference`` (``openinference-instrumentation-openai``, which records
+the tools offered, with OITracer AGENT and TOOL spans) or ``none`` (no tracing: a live run
+along a rollout). Spans go to ``--out`` through the official OTLP/JSON file exporter. Prints
+the agent's final answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tests.agents.kit import Hooks
+
+AGENTS = ("cleanup", "refund_loop", "handoff")
+
+
+class GenAIHooks(Hooks):
+    """util-genai spans, as the openai-v2 instrumentation's own package writes them."""
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    @contextlib.contextmanager
+    def agent(self, name: str) -> Iterator[None]:
+        with self.handler.invoke_local_agent(agent_name=name) as invocation:
+            invocation.attributes["gen_ai.provider.name"] = "openai"
+            yield
+
+    def tool(self, name: str, call_id: str, arguments: dict[str, Any], run: Callable[[], str]):
+        with self.handler.tool(name, tool_call_id=call_id, tool_type="function") as invocation:
+            invocation.arguments = arguments
+            result = run()
+            invocation.tool_result = result
+            return result
+
+
+class OpenInferenceHooks(Hooks):
+    """OITracer AGENT and TOOL spans, as OpenInference users write them."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+
+    @contextlib.contextmanager
+    def agent(self, name: str) -> Iterator[None]:
+        with self.tracer.start_as_current_span(name, openinference_span_kind="agent") as span:
+            span.set_attribute("agent.name", name)
+            yield
+
+    def tool(self, name: str, call_id: str, arguments: dict[str, Any], run: Callable[[], str]):
+        with self.tracer.start_as_current_span(name, openinference_span_kind="tool") as span:
+            span.set_tool(name=name, parameters={"type": "object"})
+            span.set_attribute("tool.id", call_id)
+            span.set_input(json.dumps(arguments), mime_type="application/json")
+            result = run()
+            span.set_output(result)
+            return result
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("agent", choices=AGENTS)
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--instrument", choices=("openai-v2", "openinference", "none"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    agent = importlib.import_module(f"tests.agents.{args.agent}")
+    import openai
+
+    hooks: Hooks = Hooks()
+    provider = None
+    if args.instrument != "none":
+        from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+        provider = TracerProvider(resource=Resource.create({"service.name": args.agent}))
+        provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(args.out)))
+        if args.instrument == "openai-v2":
+            os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+            from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+            from opentelemetry.util.genai.handler import TelemetryHandler
+
+            OpenAIInstrumentor().instrument(tracer_provider=provider)
+            hooks = GenAIHooks(TelemetryHandler(tracer_provider=provider))
+        else:
+            from openinference.instrumentation import OITracer, TraceConfig
+            from openinference.instrumentation.openai import OpenAIInstrumentor
+
+            OpenAIInstrumentor().instrument(tracer_provider=provider)
+            hooks = OpenInferenceHooks(
+                OITracer(provider.get_tracer("tests.agents"), config=TraceConfig())
+            )
+    client = openai.OpenAI(base_url=args.base_url, api_key="not-a-key", max_retries=0)
+    tracer = provider.get_tracer("tests.agents") if provider else None
+    if tracer is not None and args.instrument == "openai-v2" and args.agent != "handoff":
+        answer = agent.run(client, hooks, seed=args.seed)  # the agent's own span is its root
+    elif tracer is not None:
+        with tracer.start_as_current_span(f"run {args.agent}"):
+            answer = agent.run(client, hooks, seed=args.seed)
+    else:
+        answer = agent.run(client, hooks, seed=args.seed)
+    if provider is not None:
+        provider.shutdown()
+    return answer
+
+
+if __name__ == "__main__":
+    print(main())
