@@ -327,3 +327,20 @@ def test_attribute_and_why_name_the_planted_culprit_and_sentence(
     why = otelcar.why(run, step=culprit.step, registry=tools, outcome=outcome, seed=1)
     planted = agent_module(agent).PLANTED
     assert why.headline is not None and planted in why.headline.text, why.headline
+
+
+def test_the_trial_rerun_gives_a_fix_in_plain_words(recorded: dict[tuple[str, str], Recorded]):
+    """The cleanup trial: a guard that names the call as a developer would (the tool and the
+    file, never the outcome's pattern) prevents the failure, validated on fresh draws."""
+    run = recorded["cleanup", "openai-v2"].run()
+    tools = registry("cleanup")
+    spec = {**OUTCOMES["cleanup"], "args": {"name": "re:^(q3-revenue|budget-\\d+)\\.xlsx$"}}
+    outcome = outcome_from_config(spec, tools)
+    act = next(d for d in run.decisions if d.action and d.action.tool_calls[:1]
+               and d.action.tool_calls[0].name == "delete_file")  # fmt: skip
+    result = otelcar.fix(run, step=act.step, registry=tools, outcome=outcome, seed=1)
+    guard = next(c for c in result.candidates if c.kind == "guard")
+    assert guard.rule is not None and "re:" not in guard.rule and "\\" not in guard.rule
+    assert 'delete_file with name "q3-revenue.xlsx"' in guard.rule
+    assert guard.verdict == "PASS"
+    assert result.best is not None
