@@ -344,3 +344,18 @@ def test_the_trial_rerun_gives_a_fix_in_plain_words(recorded: dict[tuple[str, st
     assert 'delete_file with name "q3-revenue.xlsx"' in guard.rule
     assert guard.verdict == "PASS"
     assert result.best is not None
+
+
+def test_attribute_says_when_an_undeclared_live_tool_reused_results(
+    recorded: dict[tuple[str, str], Recorded],
+):
+    """Without side_effects the agent's own delete_file runs once per distinct call and its
+    result is reused, and the attribution's notes say so (its result is what users read)."""
+    run = recorded["cleanup", "openinference"].run()
+    tools = PolicyRegistry.from_config(
+        {"tool:*": {"type": "python", "factory": "tests.agents.cleanup:make_tools"}}
+    )
+    tools.register("llm", BrainPolicy("cleanup"))
+    outcome = outcome_from_config(OUTCOMES["cleanup"], tools)
+    result = otelcar.attribute(run, registry=tools, outcome=outcome, seed=1)
+    assert any("side effects undeclared" in note for note in result.notes), result.notes

@@ -453,7 +453,7 @@ async def attribute_async(
         if rollouts is None or stop_reason in ("budget", "bisection")
         else "fixed",
         cost=cost,
-        notes=notes,
+        notes=[*notes, *(n for n in registry.notes() if n not in notes)],
         rollout_errors=errors,
     )
 
