@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -87,23 +88,23 @@ def step_summary(row: dict[str, Any], limit: int = 90) -> str:
     return ""
 
 
-def traces_table(traces: pl.DataFrame) -> Table:
+#: How ``otelcar traces`` shows a recorded run's outcome.
+OUTCOME_STYLE = {"fail": "bold red", "pass": "green", "judge": "dim", "error": "yellow"}
+
+
+def traces_table(traces: pl.DataFrame, *, outcomes: Mapping[str, str] | None = None) -> Table:
+    """The trace listing; ``outcomes`` (trace id → ``fail`` | ``pass`` | ``judge`` |
+    ``error``) adds an outcome column (the configured outcome on each recorded run)."""
     table = Table(title=f"{traces.height} traces", header_style="bold")
-    for column in (
-        "trace id",
-        "service",
-        "start (UTC)",
-        "dur",
-        "steps",
-        "llm",
-        "tool",
-        "errors",
-        "dialect",
-        "content",
-        "issues",
-    ):
+    columns = ["trace id", "service", "start (UTC)", "dur", "steps", "llm", "tool", "errors"]
+    columns += ["dialect", "content", "issues"] + (["outcome"] if outcomes is not None else [])
+    for column in columns:
         table.add_column(column, no_wrap=column in ("trace id", "start (UTC)"))
     for row in traces.iter_rows(named=True):
+        extra = []
+        if outcomes is not None:
+            verdict = outcomes.get(row["trace_id"], "")
+            extra.append(Text(verdict, style=OUTCOME_STYLE.get(verdict, "")))
         table.add_row(
             untrusted_text(row["trace_id"]),
             untrusted_text(row["service"] or ""),
@@ -116,6 +117,7 @@ def traces_table(traces: pl.DataFrame) -> Table:
             untrusted_text(", ".join(row["dialects"] or [])),
             untrusted_text(row["content_captured"]),
             str(row["n_issues"]) if row["n_issues"] else "",
+            *extra,
         )
     return table
 

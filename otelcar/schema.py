@@ -300,18 +300,30 @@ def _json_type(dtype: pl.DataType) -> dict[str, Any]:
     return {"type": [_JSON_TYPES[str(dtype)], "null"]}
 
 
-def traces_list_schema_document() -> dict[str, Any]:
-    """JSON Schema of ``otelcar traces --json``."""
+def _trace_item() -> dict[str, Any]:
+    """One trace-index row as JSON (:func:`otelcar.views.trace_view`)."""
     properties = {
         name: _json_type(dtype) for name, dtype in TRACES_SCHEMA.items() if name != "build_id"
     }
     properties["duration_ms"] = {"type": ["number", "null"]}
+    return {"type": "object", "required": sorted(properties), "properties": properties}
+
+
+def traces_list_schema_document() -> dict[str, Any]:
+    """JSON Schema of ``otelcar traces --json``: the trace rows, each with ``outcome`` when
+    the config has an ``[outcome]``."""
+    item = _trace_item()
+    item["properties"]["outcome"] = {
+        "enum": ["fail", "pass", "judge", "error"],
+        "description": "the configured [outcome] on the recorded run, as recorded: judge when "
+        "it needs an LLM judge (not run by otelcar traces), error when it raised",
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "otelcar/traces-list.schema.json",
         "title": "otelcar traces --json",
         "type": "array",
-        "items": {"type": "object", "required": sorted(properties), "properties": properties},
+        "items": item,
     }
 
 
@@ -326,7 +338,7 @@ def show_schema_document() -> dict[str, Any]:
     step["tool_args"] = {"type": ["object", "string", "null"]}
     step["attributes"] = {"type": "object"}
     step["tools_available"] = {"type": ["array", "null"], "items": {"type": "object"}}
-    trace = traces_list_schema_document()["items"]
+    trace = _trace_item()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "otelcar/show.schema.json",

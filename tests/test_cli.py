@@ -243,3 +243,47 @@ def test_traces_says_what_is_received_but_not_derived(run, tmp_path: Path):
     assert store.pending_bytes() == 0
     assert "not derived yet" not in run("traces").output
     assert len(json.loads(run("traces", "--json").stdout)) == 2
+
+
+def test_traces_judges_each_recorded_run_with_the_configured_outcome(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """With an [outcome], `otelcar traces` adds the outcome of each recorded run as it was
+    recorded (no policy call; a judge outcome is not run); without one, nothing changes."""
+    assert run("import", str(OTLP)).exit_code == 0
+    config = tmp_path / "judging.toml"
+    config.write_text(  # content not captured: no arguments recorded, so no match: pass
+        '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\nargs = { order_id = "re:.*" }\n'
+    )
+    listing = run("traces", "-c", str(config), "--json")
+    traces = json.loads(listing.stdout)
+    _validator("traces-list.schema.json").validate(traces)
+    verdicts = {t["trace_id"]: t["outcome"] for t in traces}
+    assert verdicts[NEW_CONTENT] == "fail" and verdicts[LEGACY_CONTENT] == "fail"
+    assert sorted(set(verdicts.values())) == ["fail", "pass"]
+    table = run("traces", "-c", str(config)).output
+    assert "outcome" in table and "pass" in table
+    assert all("outcome" not in t for t in json.loads(run("traces", "--json").stdout))
+
+    # The default ./otelcar.toml counts too; a judge outcome needs an LLM: shown, not run.
+    (tmp_path / "never_judged.py").write_text(
+        "def decide(request):\n    raise AssertionError('a policy call was made')\n"
+    )
+    (tmp_path / "otelcar.toml").write_text(
+        '[policies.llm]\ntype = "python"\nfunction = "never_judged:decide"\n'
+        '[outcome]\nany = [\n  { type = "tool_called", tool = "issue_refund" },\n'
+        '  { type = "judge", question = "Was the refund wrong?" },\n]\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    judged = json.loads(run("traces", "--json").stdout)
+    assert {t["outcome"] for t in judged} == {"judge"}
+
+    # An outcome function that raises: error in the column, its reason once on stderr.
+    (tmp_path / "broken_outcome.py").write_text("def failed(steps):\n    raise KeyError('x')\n")
+    (tmp_path / "otelcar.toml").write_text(
+        '[outcome]\ntype = "function"\nfunction = "broken_outcome:failed"\n'
+    )
+    broken = run("traces", "--json")
+    assert broken.exit_code == 0
+    assert {t["outcome"] for t in json.loads(broken.stdout)} == {"error"}
+    assert "outcome error on 6 trace(s), e.g. " in broken.stderr and "KeyError" in broken.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
@@ -90,7 +91,10 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
     "--json", "as_json", is_flag=True, help="JSON list (schemas/traces-list.schema.json)."
 )
 @source_option()
-@config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
+@config_option(
+    "otelcar.toml whose [source] to read traces from, and whose [outcome] judges each listed "
+    "recorded run (default: ./otelcar.toml)."
+)
 @click.pass_context
 def traces_command(
     ctx: click.Context,
@@ -103,24 +107,71 @@ def traces_command(
 ) -> None:
     """List the traces in the store (or in --source): id, service, start, steps, llm/tool
     counts, errors, dialect, whether content was captured. When received batches are not
-    derived yet (a receiver's backlog), says how many MB on stderr."""
-    from otelcar.project_config import load_source
+    derived yet (a receiver's backlog), says how many MB on stderr.
+
+    With an [outcome] in the config, an outcome column judges each recorded run as it was
+    recorded (no policy call): fail or pass; judge where the outcome needs an LLM judge;
+    error where the outcome raised (the first reason on stderr)."""
+    from otelcar.project_config import load_judging_config, load_source
     from otelcar.sources import TraceFilter
 
     wanted = TraceFilter(service=service, since_ns=since, until_ns=until, limit=limit)
-    with open_traces(ctx, load_source(config_path)) as source:
+    judging = load_judging_config(config_path)
+    settings = judging.source if judging is not None else load_source(config_path)
+    verdicts: dict[str, str] | None = None
+    with open_traces(ctx, settings) as source:
         traces = source.traces(wanted)
         pending = source.pending_bytes() if hasattr(source, "pending_bytes") else 0
+        if judging is not None:
+            verdicts = _recorded_outcomes(source, traces["trace_id"].to_list(), judging.outcome)
     if as_json:
-        emit_json(traces_view(traces))
+        rows = traces_view(traces)
+        for row in rows if verdicts is not None else ():
+            row["outcome"] = verdicts[row["trace_id"]]
+        emit_json(rows)
     else:
-        console().print(traces_table(traces))
+        console().print(traces_table(traces, outcomes=verdicts))
     if pending:
         console(stderr=True).print(
             f"[yellow]{pending / 1e6:.1f} MB of received batches are not derived yet[/]: "
             "their traces are missing here or lack those spans. A running `otelcar collect` "
             "derives them; otherwise the next `otelcar import` (or `otelcar reindex`) does."
         )
+
+
+def _recorded_outcomes(source: Any, trace_ids: list[str], outcome: Any) -> dict[str, str]:
+    """Each trace's recorded run judged by ``outcome``, as it was recorded: ``fail``,
+    ``pass``, ``judge`` (the outcome asks an LLM judge: not run here, where no policy is
+    called) or ``error`` (the outcome raised; the first reason goes to stderr)."""
+    from otelcar.errors import OtelcarError
+    from otelcar.outcome import AllOf, AnyOf, Judge
+    from otelcar.sync import run_sync
+
+    def asks_a_judge(rule: Any) -> bool:
+        if isinstance(rule, AnyOf | AllOf):
+            return any(asks_a_judge(inner) for inner in rule.rules)
+        return isinstance(rule, Judge)
+
+    if asks_a_judge(outcome):
+        return dict.fromkeys(trace_ids, "judge")
+    verdicts: dict[str, str] = {}
+    reasons: list[str] = []
+    for trace_id in trace_ids:
+        try:
+            failed = run_sync(outcome.failed(source.load(trace_id).steps))
+        except OtelcarError as exc:
+            verdicts[trace_id] = "error"
+            reasons.append(f"{trace_id}: {exc}")
+            continue
+        verdicts[trace_id] = "fail" if failed else "pass"
+    if reasons:
+        console(stderr=True).print(
+            f"outcome error on {len(reasons)} trace(s), e.g. {reasons[0]}",
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
+    return verdicts
 
 
 @click.command("show")
