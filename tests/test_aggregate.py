@@ -392,3 +392,29 @@ def test_an_option_attribute_cannot_take_is_refused_before_any_trace_is_read(opt
     with pytest.raises(TypeError, match=rf"cannot pass on: {option};.* rollouts, first_look"):
         attribute_traces(traces(), registry=_registry(), outcome=outcome, **{option: 1})
     assert read == []
+
+
+def test_a_declaration_that_does_not_fit_a_trace_skips_it_with_the_reason(tmp_path: Path):
+    """[agent] reaches every trace of a batch; a step it names that one trace lacks skips
+    that trace, saying why, instead of stopping the batch or being ignored."""
+    from otelcar.replay.requests import AgentDeclaration
+
+    runs = batch(weak=1, one_off=[], passing=0)
+    dump = write_dump(
+        tmp_path / "one.json",
+        [
+            agent_trace_otlp(tid, choices, start_ns=1_780_000_000_000_000_000)
+            for tid, choices in runs
+        ],
+    )
+    steps = read_otlp(dump)
+    traces = [(tid, steps.filter(steps["trace_id"] == tid)) for tid, _ in runs]
+    declared = AgentDeclaration.from_config({"decision": [{"step": 999, "tools": []}]})
+    (verdict,) = attribute_traces(
+        traces,
+        registry=_registry(),
+        outcome=FunctionOutcome(AGENT_MODULE["fails"], "a tool was called with choice BAD"),
+        agent=declared,
+        seed=3,
+    )
+    assert verdict.status == "skipped" and "step 999 is not a decision" in verdict.reason

@@ -47,6 +47,7 @@ from otelcar.errors import OtelcarError
 from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay.requests import AgentDeclaration
 from otelcar.sync import synchronous
 
 AGGREGATE_VERSION = 1
@@ -172,11 +173,14 @@ async def attribute_trace(
     outcome: Outcome,
     budget: tuple[int | None, int | None],
     options: dict[str, Any],
+    agent: AgentDeclaration | None = None,
 ) -> TraceVerdict:
     """The verdict on one trace: ``passed`` when its recording does not fail under
     ``outcome`` (no policy call spent), ``skipped`` with the reason when it cannot be
-    attributed, else attributed with a fresh ``Budget(*budget)``. A module-level coroutine
-    function, so that an executor can run it on a worker."""
+    attributed, else attributed with a fresh ``Budget(*budget)``; ``agent``: the user's
+    declaration of the agent's requests (a declaration that does not fit the trace skips it,
+    with the reason). A module-level coroutine function, so that an executor can run it on a
+    worker."""
     from otelcar.replay.harness import Budget
     from otelcar.replay.recorded import load_run
 
@@ -187,7 +191,7 @@ async def attribute_trace(
     if not failed:
         return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
     try:
-        run = load_run(trace_id, steps)
+        run = load_run(trace_id, steps, agent)
         result = await attribute_async(
             run, registry=registry, outcome=outcome, budget=Budget(*budget), **options
         )
@@ -206,11 +210,14 @@ async def attribute_traces_async(
     max_tokens: int | None = None,
     executor: Executor | None = None,
     trace_tasks: bool | None = None,
+    agent: AgentDeclaration | None = None,
     **options: Any,
 ) -> list[TraceVerdict]:
     """Attribute every failing trace of ``traces`` (``(trace_id, steps)`` pairs) with
     :func:`attribute_trace`; the verdicts come back in the order of ``traces``, ``on_trace``
     is called as each is done. ``max_calls``/``max_tokens``: a budget per trace.
+    ``agent``: the user's declaration of the agent (``[agent]``; address decisions by key or
+    agent, which hold across traces, rather than by step).
     ``options`` go to :func:`attribute_async` on every trace; one it does not take is a
     :class:`TypeError` before any trace is read (:func:`attribution_options`).
 
@@ -231,10 +238,12 @@ async def attribute_traces_async(
         try:
             if trace_tasks:
                 verdict = await executor.call(
-                    attribute_trace, trace_id, steps, registry, outcome, budget, options
+                    attribute_trace, trace_id, steps, registry, outcome, budget, options, agent
                 )
             else:
-                verdict = await attribute_trace(trace_id, steps, registry, outcome, budget, options)
+                verdict = await attribute_trace(
+                    trace_id, steps, registry, outcome, budget, options, agent
+                )
         except WorkerLost as exc:  # reported, not dropped
             verdict = TraceVerdict(trace_id, "skipped", reason=str(exc))
         finally:

@@ -227,6 +227,7 @@ def aggregate_command(
             ((tid, store.steps(tid)) for tid in ids),
             registry=config.registry,
             outcome=config.outcome,
+            agent=config.agent,
             on_trace=on_trace,
             max_calls=budget if budget is not None else settings.max_calls,
             max_tokens=settings.max_tokens,
