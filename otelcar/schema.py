@@ -62,6 +62,7 @@ STEPS_SCHEMA = pl.Schema(
         "params": PARAMS_DTYPE,
         "input_messages": pl.List(MESSAGE_DTYPE),
         "tools_available": pl.List(TOOL_DEFINITION_DTYPE),
+        "tool_choice": pl.String,
         "output": MESSAGE_DTYPE,
         "alternates": pl.List(MESSAGE_DTYPE),
         "n_choices": pl.Int64,
@@ -106,6 +107,8 @@ STEP_COLUMN_DOCS: dict[str, str] = {
     "params": "sampling parameters as recorded (null where not recorded)",
     "input_messages": "the full context sent to the model, as normalized messages",
     "tools_available": "tool definitions sent with the request (parameters as JSON text)",
+    "tool_choice": "the request's tool choice as recorded: auto | none | required, or the JSON "
+    'of a named tool ({"type": "function", "function": {"name": …}}); null: not recorded',
     "output": "the chosen (first) choice as a normalized assistant message",
     "alternates": "the other choices when n > 1",
     "n_choices": "number of choices returned",

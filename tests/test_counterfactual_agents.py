@@ -222,6 +222,12 @@ def test_the_rebuilt_agent_offers_what_the_agent_offered(
         assert set(mine) <= set(live)  # never a tool the agent did not offer there
     if RECORDS_TOOLS[instrumentation]:
         assert rebuilt == case.live_tools
+        # the tool choice too, read from the trace (OpenInference's invocation parameters)
+        specs = case.run().requests.decisions
+        for spec, choice, live in zip(specs, case.live_choice, case.live_tools, strict=True):
+            if live:
+                assert spec.tool_choice.value == choice
+                assert spec.tool_choice.source == ("recorded" if choice else "inferred")
     declared = case.run(declaration(agent)).requests
     assert [[t["name"] for t in s.tools.value] for s in declared.decisions] == case.live_tools
     for spec, choice in zip(declared.decisions, case.live_choice, strict=True):

@@ -73,6 +73,7 @@ class MappedSpan:
     params: dict[str, Any] = field(default_factory=dict)
     input_messages: list[Message] | None = None
     tools_available: list[dict[str, Any]] | None = None
+    tool_choice: str | None = None  # openai_shapes.tool_choice_text's form
     output: Message | None = None
     alternates: list[Message] = field(default_factory=list)
     n_choices: int | None = None

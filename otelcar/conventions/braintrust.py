@@ -29,7 +29,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, tool_definitions
 from otelcar.conventions.memo import decode_json
-from otelcar.conventions.openai_shapes import count, read_reply, request_params
+from otelcar.conventions.openai_shapes import count, read_reply, request_params, tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import parse_arguments, text_of
 
@@ -119,6 +119,7 @@ def _map_llm(attrs: Attrs, metadata: dict[str, Any], mapped: MappedSpan) -> None
     request = raw_input if isinstance(raw_input, dict) and "messages" in raw_input else {}
     settings = {**metadata, **request}
     mapped.params = request_params(settings)
+    mapped.tool_choice = tool_choice_text(settings.get("tool_choice"))
     tools = settings.get("tools")
     if isinstance(tools, list):
         mapped.tools_available = tool_definitions(tools, mapped.issues)

@@ -47,6 +47,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
+from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import literal_value
 from otelcar.messages import Arguments, Message, ToolCall, parse_arguments, text_of
@@ -232,6 +233,9 @@ def _map_llm(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
     mapped.provider = provider
     recorded = span.attributes.get(MODEL_PARAMETERS, span.attributes.get(OLD_MODEL_PARAMETERS))
     mapped.params = model_params(recorded, mapped.issues)
+    parameters = loose_json(recorded)
+    if isinstance(parameters, dict):
+        mapped.tool_choice = tool_choice_text(parameters.get("tool_choice"))
     mapped.usage = usage(_usage_source(attrs))
 
     value = content_value(span, attrs, INPUT, mapped)

@@ -41,6 +41,7 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
+from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Arguments, Message, ToolCall, parse_arguments, text_of
 
@@ -251,6 +252,11 @@ def _map_llm(
     mapped.name = mapped.response_model or mapped.request_model or mapped.name
     mapped.provider = _first_text(metadata.get("ls_provider"))
     mapped.params = _params(invocation, metadata, request)
+    mapped.tool_choice = tool_choice_text(
+        invocation.get("tool_choice")
+        or request.get("tool_choice")
+        or _dict(metadata.get("ls_invocation_params")).get("tool_choice")
+    )
     tools = invocation.get("tools") or request.get("tools") or invocation.get("functions")
     if isinstance(tools, list):
         mapped.tools_available = tool_definitions([_tool_spec(t) for t in tools], mapped.issues)

@@ -20,7 +20,12 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, tool_definitions
-from otelcar.conventions.openai_shapes import read_reply, request_params, usage_object
+from otelcar.conventions.openai_shapes import (
+    read_reply,
+    request_params,
+    tool_choice_text,
+    usage_object,
+)
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import json_or_literal
 
@@ -79,6 +84,7 @@ class LiteLLMRawMapper:
         response_id = request.get("id")
         mapped.response_id = response_id if isinstance(response_id, str) and response_id else None
         mapped.params = request_params(request)
+        mapped.tool_choice = tool_choice_text(request.get("tool_choice"))
         if "messages" in request:
             messages = messages_from_any(request["messages"], mapped.issues, "input")
             if messages is None:

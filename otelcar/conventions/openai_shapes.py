@@ -8,6 +8,7 @@ every mapper.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from otelcar.conventions.base import MappedSpan
@@ -26,6 +27,42 @@ REQUEST_PARAMS: dict[str, tuple[str, ...]] = {
     "presence_penalty": ("presence_penalty",),
 }
 _INT_PARAMS = frozenset({"max_tokens", "seed", "n"})
+
+
+def tool_choice_text(value: Any) -> str | None:
+    """A recorded tool choice as the steps table keeps it: ``auto``, ``none`` or ``required``,
+    or the canonical JSON of OpenAI's named form (``{"type": "function", "function": {"name":
+    …}}``); ``None`` when absent or in no known form. Reads OpenAI's forms (strings, a named
+    function, the legacy ``function_call``), Anthropic's (``{"type": "auto" | "any" | "none" |
+    "tool", "name"}``) and the Vercel AI SDK's (``{"type": …, "toolName"}``), given as
+    objects or as JSON text."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                return tool_choice_text(json.loads(text))
+            except ValueError:
+                return None
+        return _CHOICES.get(text.lower())
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    function = value.get("function")
+    name = (
+        (function.get("name") if isinstance(function, dict) else None)
+        or value.get("name")
+        or value.get("toolName")
+    )
+    if kind in ("function", "tool") or (kind is None and name):
+        if not isinstance(name, str) or not name:
+            return None
+        return json.dumps(
+            {"type": "function", "function": {"name": name}}, sort_keys=True, separators=(",", ":")
+        )
+    return _CHOICES.get(str(kind).lower()) if kind is not None else None
+
+
+_CHOICES = {"auto": "auto", "none": "none", "required": "required", "any": "required"}
 
 
 def request_params(request: dict[str, Any]) -> dict[str, Any]:

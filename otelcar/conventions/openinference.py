@@ -34,6 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
+from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
@@ -138,6 +139,7 @@ def _map_llm(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
     if isinstance(invocation, dict):
         mapped.request_model = text_of(invocation.get("model"))
         mapped.params = _params(invocation)
+        mapped.tool_choice = tool_choice_text(invocation.get("tool_choice"))
     mapped.name = mapped.response_model or mapped.request_model or span.name
     mapped.usage = {
         "input_tokens": attrs.int("llm.token_count.prompt"),

@@ -26,6 +26,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import tool_definitions
+from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
@@ -130,7 +131,7 @@ def _map_model_call(attrs: Attrs, mapped: MappedSpan) -> None:
     if tools is not None:
         items = tools if isinstance(tools, list) else [tools]
         mapped.tools_available = tool_definitions(items, mapped.issues, "ai.prompt.tools")
-    attrs.get("ai.prompt.toolChoice")
+    mapped.tool_choice = tool_choice_text(attrs.get("ai.prompt.toolChoice"))
     text = attrs.text("ai.response.text")
     obj = attrs.get("ai.response.object")
     calls_raw = attrs.json("ai.response.toolCalls", mapped.issues)

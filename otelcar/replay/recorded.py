@@ -78,6 +78,9 @@ class RecordedDecision:
     provider: str | None
     template: list[TemplateItem] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: the recorded tool choice (the steps table's form: auto | none | required | the JSON of
+    #: a named tool); ``None`` when the producer did not record it
+    tool_choice: str | None = None
 
     @property
     def is_final(self) -> bool:
@@ -288,6 +291,7 @@ def load_run(
             params=dict(row["params"] or {}),
             model=row["request_model"] or row["response_model"],
             provider=row["provider"],
+            tool_choice=row.get("tool_choice"),
         )
         if context is None:
             decision.problems.append(

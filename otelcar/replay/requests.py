@@ -32,6 +32,7 @@ not have taken there.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -397,7 +398,7 @@ def plan_requests(run: RecordedRun, declared: AgentDeclaration | None = None) ->
                 decision.step,
                 key,
                 tools,
-                _tool_choice(own, declared, tools),
+                _tool_choice(own, declared, tools, decision.tool_choice),
                 _params(decision, own),
                 decision.agent,
             )
@@ -626,11 +627,17 @@ def _tools(
     )
 
 
-def _tool_choice(own: DeclaredDecision, declared: AgentDeclaration, tools: Part) -> Part:
+def _tool_choice(
+    own: DeclaredDecision, declared: AgentDeclaration, tools: Part, recorded: str | None = None
+) -> Part:
+    """The decision's own declaration, else none when no tool is offered, else the recorded
+    choice, else ``[agent] tool_choice``, else inferred (the policy's or the server's)."""
     if own.tool_choice is not _UNSET:
         return Part(_wire_choice(own.tool_choice), "declared", "[[agent.decision]] tool_choice")
     if not tools.value:
         return Part(None, "recorded", "no tools offered: no tool choice sent")
+    if recorded is not None:
+        return Part(_recorded_choice(recorded), "recorded", "recorded with the request")
     if declared.tool_choice is not _UNSET:
         return Part(_wire_choice(declared.tool_choice), "declared", "[agent] tool_choice")
     return Part(
@@ -638,6 +645,12 @@ def _tool_choice(own: DeclaredDecision, declared: AgentDeclaration, tools: Part)
         "inferred",
         "not recorded: the policy's tool_choice, else the server's default (auto)",
     )
+
+
+def _recorded_choice(text: str) -> Any:
+    """The steps table's tool choice (:func:`otelcar.conventions.openai_shapes.tool_choice_text`)
+    as the OpenAI wire format has it."""
+    return json.loads(text) if text.startswith("{") else text
 
 
 def _wire_choice(choice: str) -> Any:

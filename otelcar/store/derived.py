@@ -36,7 +36,7 @@ from otelcar.store.tables import (
     write_parquet_atomic,
 )
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: the steps table has tool_choice
 #: Committed trace-index parts that make :meth:`DerivedTables.compact_traces` merge them.
 TRACES_COMPACT_PARTS = 32
 STEPS_PART_SCHEMA = pl.Schema({**STEPS_SCHEMA, "build_id": pl.Int64})
