@@ -36,13 +36,12 @@ import otelcar
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import outcome_from_config
 from otelcar.policies.base import Decision, DecisionRequest
-from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import Do, Environment, Plan, Resample, load_run, replay
 from otelcar.replay.requests import AgentDeclaration
 from otelcar.sync import run_sync
 from tests.agents.kit import Hooks
-from tests.agents.model import ScriptedModel, answer, offered
+from tests.agents.model import ScriptedModel, offered
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ("cleanup", "refund_loop", "handoff")
@@ -66,24 +65,16 @@ def agent_module(name: str) -> ModuleType:
 class BrainPolicy:
     """otelcar's LLM policy: the agent's brain on the re-decided request (its messages and
     tools in OpenAI's format, its seed), refusing a call of a tool the request does not
-    offer, as the scripted model does."""
+    offer, as the scripted model does (``tests.agents.model.decide_with``)."""
 
     max_concurrency = 64
 
     def __init__(self, agent: str) -> None:
-        self.brain = agent_module(agent).brain
+        self.decide_message = agent_module(agent).decide
         self.name = f"brain:{agent}"
-        self.requests: list[DecisionRequest] = []
 
     async def decide(self, request: DecisionRequest) -> Decision:
-        self.requests.append(request)
-        messages = to_openai_messages(request.messages, request.agent)
-        message = answer(self.brain, messages, to_openai_tools(request.tools), request.seed)
-        calls = tuple(
-            ToolCall(c["name"], c["arguments"], f"r{request.seed}_{i}")
-            for i, c in enumerate(message.get("tool_calls") or ())
-        )
-        return Decision(Message("assistant", message.get("content"), calls), policy=self.name)
+        return Decision(self.decide_message(request), policy=self.name)
 
 
 class Recorded:
@@ -101,6 +92,7 @@ class Recorded:
             assert done.returncode == 0, done.stderr[-2000:]
         self.live_tools = [offered(body.get("tools")) for body in model.requests]
         self.live_choice = [body.get("tool_choice") for body in model.requests]
+        self.path = path
         self.steps = otelcar.read_otlp(path)
         self.trace_id = self.steps["trace_id"][0]
 
@@ -365,3 +357,43 @@ def test_attribute_says_when_an_undeclared_live_tool_reused_results(
     outcome = outcome_from_config(OUTCOMES["cleanup"], tools)
     result = otelcar.attribute(run, registry=tools, outcome=outcome, seed=1)
     assert any("side effects undeclared" in note for note in result.notes), result.notes
+
+
+def test_why_and_fix_read_a_saved_attribution_instead_of_attributing_again(
+    recorded: dict[tuple[str, str], Recorded], tmp_path: Path
+) -> None:
+    case = recorded["refund_loop", "openai-v2"]
+    config = tmp_path / "otelcar.toml"
+    config.write_text(
+        '[policies.llm]\ntype = "python"\nfunction = "tests.agents.refund_loop:decide"\n'
+        '[policies."tool:*"]\ntype = "python"\nfactory = "tests.agents.refund_loop:make_tools"\n'
+        'side_effects = "sandboxed"\n'
+        '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\nargs = { order_id = "B-7" }\n'
+    )
+    from click.testing import CliRunner
+
+    from otelcar.cli import cli
+
+    runner = CliRunner()
+    store = ["--store", str(tmp_path / "store")]
+    imported = runner.invoke(cli, [*store, "import", str(case.path)])
+    assert imported.exit_code == 0, imported.output
+    trace = case.trace_id[:12]
+    saved = tmp_path / "attribution.json"
+    done = runner.invoke(cli, [*store, "attribute", trace, "-c", str(config), "--json", str(saved)])
+    assert done.exit_code == 0, done.output
+    culprit = json.loads(saved.read_text())["culprit"]
+    assert culprit is not None
+    why = tmp_path / "why.json"
+    args = [trace, "-c", str(config), "--attribution", str(saved), "--json", str(why)]
+    done = runner.invoke(cli, [*store, "why", *args])
+    assert done.exit_code == 0, done.output
+    data = json.loads(why.read_text())
+    assert data["step"] == culprit and "saved attribution" in data["step_reason"]
+    assert agent_module("refund_loop").PLANTED in (data["cause"] or {}).get("text", "")
+    # an attribution of another trace is refused, not used
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(saved.read_text()), "trace_id": "0" * 32}))
+    args = [trace, "-c", str(config), "--attribution", str(other)]
+    refused = runner.invoke(cli, [*store, "fix", *args])
+    assert refused.exit_code == 2 and "is of trace 000" in refused.output

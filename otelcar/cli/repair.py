@@ -46,7 +46,8 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
             "--step",
             default="culprit",
             show_default=True,
-            help="Decision step number, 'culprit' (run attribution first) or 'last'.",
+            help="Decision step number, 'culprit' (the attribution's: from --attribution "
+            "FILE, else attribute first) or 'last'.",
         ),
         config_option(CONFIG_HELP),
         click.option(
@@ -68,6 +69,32 @@ def _common(function: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def _attribution_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``--attribution FILE``: the saved attribution that ``--step culprit`` reads."""
+    return click.option(
+        "--attribution",
+        "attribution_path",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        help="A saved `otelcar attribute --json` result of this trace: --step culprit reads "
+        "its culprit instead of attributing again.",
+    )(function)
+
+
+def _saved_attribution(path: Path | None) -> dict[str, Any] | None:
+    """The saved attribution at ``path`` (``None`` when not given)."""
+    if path is None:
+        return None
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"{path}: not a saved attribution ({exc})") from None
+    if not isinstance(data, dict) or "trace_id" not in data:
+        raise click.ClickException(f"{path}: not a saved attribution (otelcar attribute --json)")
+    return data
 
 
 def _setup(
@@ -201,6 +228,7 @@ def render_fix(console: Console, result: FixResult) -> None:
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--max-tests", type=int, help="Declared number of tests (default: 3 × pieces + 20).")
 @click.option("--full", is_flag=True, help="Narrow every confirmed piece, not just the first.")
+@_attribution_option
 @executor_options()
 @json_option("why.schema.json")
 @click.pass_context
@@ -218,6 +246,7 @@ def why_command(
     budget: int | None,
     max_tests: int | None,
     full: bool,
+    attribution_path: Path | None,
     executor: str | None,
     ray_address: str | None,
     json_path: Path | None,
@@ -251,6 +280,7 @@ def why_command(
                 fill=fill,
                 max_tests=max_tests,
                 full=full,
+                attribution=_saved_attribution(attribution_path),
             )
         )
     if write_json(result.to_dict(), json_path):
@@ -293,6 +323,7 @@ def why_command(
     show_default=True,
     help="The bound the written test asserts.",
 )
+@_attribution_option
 @executor_options()
 @json_option("fix.schema.json")
 @click.pass_context
@@ -314,6 +345,7 @@ def fix_command(
     use_fix: str | None,
     why_json_path: Path | None,
     test_max_rate: float,
+    attribution_path: Path | None,
     executor: str | None,
     ray_address: str | None,
     json_path: Path | None,
@@ -350,6 +382,7 @@ def fix_command(
                 max_rate=max_rate,
                 forward=forward,
                 rollouts=rollouts,
+                attribution=_saved_attribution(attribution_path),
             )
         )
     quiet = write_json(result.to_dict(), json_path)

@@ -141,3 +141,19 @@ class ScriptedModel:
             ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
+
+
+def decide_with(brain: Brain, request: Any) -> Any:
+    """otelcar's view of the same model: the brain's answer to a re-decided request
+    (:class:`otelcar.policies.base.DecisionRequest`) as an assistant message, refusing a
+    call of a tool the request does not offer, as the server does."""
+    from otelcar.messages import Message, ToolCall
+    from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
+
+    messages = to_openai_messages(request.messages, request.agent)
+    message = answer(brain, messages, to_openai_tools(request.tools), request.seed)
+    calls = tuple(
+        ToolCall(c["name"], c["arguments"], f"r{request.seed}_{i}")
+        for i, c in enumerate(message.get("tool_calls") or ())
+    )
+    return Message("assistant", message.get("content"), calls)

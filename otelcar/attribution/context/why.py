@@ -59,7 +59,7 @@ import asyncio
 import itertools
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -594,14 +594,20 @@ def headline_key(cause: Cause) -> tuple[Any, ...]:
     )
 
 
-def call_floor(run: RecordedRun, *, step: int | str, samples: int) -> CallFloor:
+def call_floor(
+    run: RecordedRun,
+    *,
+    step: int | str,
+    samples: int,
+    attribution: Mapping[str, Any] | None = None,
+) -> CallFloor:
     """The fewest policy calls with which :func:`why_async` can reach any verdict: the base
     arm, ``samples`` re-decisions of the step on its recorded context with seeds of their
     own (a base rate of 0 is already the verdict ``not-reproduced``); with ``step="culprit"``
     after the attribution that finds the step
     (:func:`otelcar.attribution.steps.attribute.call_floor`, its default design)."""
     own = CallFloor(samples, f"the base arm needs {samples} re-decisions")
-    if step != "culprit":
+    if step != "culprit" or attribution is not None:
         return own
     from otelcar.attribution.steps.attribute import call_floor as attribution_floor
 
@@ -617,10 +623,12 @@ async def resolve_step(
     seed: int = 0,
     budget: Budget | None = None,
     env: Environment | None = None,
+    attribution: Mapping[str, Any] | None = None,
 ) -> tuple[RecordedDecision, str]:
-    """The decision ``step`` names: a step number, ``culprit`` (run attribution first, in
-    ``env`` when given, so its calls count in the caller's cost; the harmful step when the
-    failure is locked in) or ``last`` (the last decision that called a tool)."""
+    """The decision ``step`` names: a step number, ``culprit`` (read from ``attribution``,
+    a saved ``otelcar attribute`` result of the same trace, when given; else run attribution
+    first, in ``env`` when given, so its calls count in the caller's cost; the harmful step
+    when the failure is locked in) or ``last`` (the last decision that called a tool)."""
     if isinstance(step, int) or str(step).lstrip("-").isdigit():
         try:
             return run.decision_at_step(int(step)), "given"
@@ -634,6 +642,8 @@ async def resolve_step(
         return acting[-1], "the last decision that called a tool"
     if step != "culprit":
         raise WhyError(f"--step {step!r}: use a step number, culprit or last")
+    if attribution is not None:
+        return saved_culprit(run, attribution)
     if outcome is None:
         raise WhyError("--step culprit needs an outcome ([outcome] in otelcar.toml)")
     from otelcar.attribution.steps.attribute import attribute_async
@@ -656,6 +666,29 @@ async def resolve_step(
             "locked-in failure: the decision that made the harmful call"
         )
     raise WhyError(f"attribution found no culprit step ({result.verdict}); pass --step K")
+
+
+def saved_culprit(run: RecordedRun, attribution: Mapping[str, Any]) -> tuple[RecordedDecision, str]:
+    """The step a saved attribution (``otelcar attribute --json``, or
+    ``AttributionResult.to_dict()``) names: its culprit, else its harmful step. Raises
+    :class:`WhyError` when it is of another trace or names neither."""
+    trace = attribution.get("trace_id")
+    if trace != run.trace_id:
+        raise WhyError(
+            f"the saved attribution is of trace {trace}, not {run.trace_id}: attribute this "
+            "trace first (otelcar attribute TRACE --json FILE)"
+        )
+    steps = {d.step for d in run.decisions}
+    for key, reason in (
+        ("culprit", "culprit of the saved attribution"),
+        ("harmful_step", "locked-in failure (saved attribution): the harmful call's decision"),
+    ):
+        step = attribution.get(key)
+        if isinstance(step, int) and step in steps:
+            return run.decision_at_step(step), reason
+    raise WhyError(
+        f"the saved attribution names no culprit ({attribution.get('verdict')}); pass --step K"
+    )
 
 
 async def why_async(
@@ -684,6 +717,7 @@ async def why_async(
     budget: Budget | None = None,
     env: Environment | None = None,
     on_sample: Callable[[Sample], None] | None = None,
+    attribution: Mapping[str, Any] | None = None,
 ) -> WhyResult:
     """Explain the decision at ``step`` by its context (see the module docstring).
 
@@ -695,13 +729,24 @@ async def why_async(
     default ``3 × pieces + 20``, fixed from the context before any test);
     ``full``: narrow every confirmed piece (up to ``max_causes``) instead of stopping at the
     first settled cause. ``env`` may be shared with ``fix`` (its cache and accounting).
+    ``attribution``: a saved attribution of this trace (``otelcar attribute --json``) that
+    ``step="culprit"`` reads instead of attributing again.
     """
     started = time.perf_counter()
     env = env or Environment(registry, budget or Budget())
-    refuse_small_budget(env.budget, call_floor(run, step=step, samples=samples))
+    refuse_small_budget(
+        env.budget, call_floor(run, step=step, samples=samples, attribution=attribution)
+    )
     before = env.accounting.to_dict()
     decision, reason = await resolve_step(
-        run, step, registry=registry, outcome=outcome, seed=seed, budget=env.budget, env=env
+        run,
+        step,
+        registry=registry,
+        outcome=outcome,
+        seed=seed,
+        budget=env.budget,
+        env=env,
+        attribution=attribution,
     )
     if decision.action is None:
         raise WhyError(f"step {decision.step}: its action was not recorded")

@@ -42,7 +42,7 @@ above.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otelcar.attribution.context.decisions import decision_sampler, same_decision
@@ -141,7 +141,12 @@ async def _forward(
 
 
 def call_floor(
-    run: RecordedRun, *, step: int | str, samples: int, why: WhyResult | None = None
+    run: RecordedRun,
+    *,
+    step: int | str,
+    samples: int,
+    why: WhyResult | None = None,
+    attribution: Mapping[str, Any] | None = None,
 ) -> CallFloor:
     """The fewest policy calls with which :func:`fix_async` can reach any verdict: ``why``'s
     (:func:`otelcar.attribution.context.why.call_floor`; none when ``why`` is given), then
@@ -151,7 +156,9 @@ def call_floor(
         2 * samples,
         f"validating a fix needs {2 * samples} re-decisions ({samples} unfixed, {samples} fixed)",
     )
-    return own if why is not None else why_floor(run, step=step, samples=samples) + own
+    if why is not None:
+        return own
+    return why_floor(run, step=step, samples=samples, attribution=attribution) + own
 
 
 async def fix_async(
@@ -174,12 +181,17 @@ async def fix_async(
     env: Environment | None = None,
     on_sample: Callable[[Sample], None] | None = None,
     why_options: dict[str, Any] | None = None,
+    attribution: Mapping[str, Any] | None = None,
 ) -> FixResult:
     """Propose and validate fixes of the decision ``why`` explains (run ``why`` first when
-    ``why`` is not given; see the module docstring for the method and the verdicts)."""
+    ``why`` is not given; see the module docstring for the method and the verdicts).
+    ``attribution``: a saved attribution of this trace that ``step="culprit"`` reads."""
     started = time.perf_counter()
     env = env or Environment(registry, budget or Budget())
-    refuse_small_budget(env.budget, call_floor(run, step=step, samples=samples, why=why))
+    refuse_small_budget(
+        env.budget,
+        call_floor(run, step=step, samples=samples, why=why, attribution=attribution),
+    )
     before = env.accounting.to_dict()
     if why is None:
         why = await why_async(
@@ -194,6 +206,7 @@ async def fix_async(
             confidence=confidence,
             env=env,
             on_sample=on_sample,
+            attribution=attribution,
             **(why_options or {}),
         )
     if why.verdict in ("not-reproduced", "too-rare"):
