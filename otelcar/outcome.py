@@ -398,6 +398,27 @@ def _function(options: dict[str, Any], _registry: Any) -> Outcome:
     return FunctionOutcome(load_callable(options["function"]), options["function"], args)
 
 
+def asks_a_judge(outcome: Outcome) -> bool:
+    """Whether judging needs an LLM judge (a ``judge`` rule, in any ``any``/``all``)."""
+    if isinstance(outcome, AnyOf | AllOf):
+        return any(asks_a_judge(inner) for inner in outcome.rules)
+    return isinstance(outcome, Judge)
+
+
+async def recorded_verdict(outcome: Outcome, steps: pl.DataFrame) -> tuple[str, str | None]:
+    """A recorded run judged as it was recorded, with no policy call: ``("fail", None)``,
+    ``("pass", None)``, ``("judge", None)`` when the outcome asks an LLM judge (not run), or
+    ``("error", reason)`` when the outcome raised. What ``otelcar traces`` and the console's
+    list show in their outcome column."""
+    if asks_a_judge(outcome):
+        return "judge", None
+    try:
+        failed = await outcome.failed(steps)
+    except OtelcarError as exc:
+        return "error", str(exc)
+    return ("fail" if failed else "pass"), None
+
+
 #: The built-in outcome types ``(name, factory)``, registered by the built-in plugin.
 BUILTIN_OUTCOMES: tuple[tuple[str, OutcomeFactory], ...] = (
     ("tool_called", _tool_called),

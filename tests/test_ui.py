@@ -505,3 +505,19 @@ def test_console_in_chromium_list_trace_attribution_and_hostile_text(
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def test_the_list_judges_each_recorded_run_when_an_outcome_is_configured(
+    project: tuple[Path, Path],
+) -> None:
+    """With [outcome] in the console's otelcar.toml, an outcome column says which listed runs
+    failed (judged as recorded, no policy call); without one there is no column."""
+    store, config = project
+    with TestClient(app_for(store, config)) as client:
+        page = client.get("/traces").text
+    assert "<th>outcome</th>" in page
+    assert '<td class="outcome-fail"><span class="badge bad">fail</span></td>' in page
+    bare = config.parent / "no-outcome.toml"
+    bare.write_text(config.read_text().replace(OUTCOME, ""))
+    with TestClient(app_for(store, bare)) as client:
+        assert "<th>outcome</th>" not in client.get("/traces").text

@@ -140,30 +140,18 @@ def traces_command(
 
 
 def _recorded_outcomes(source: Any, trace_ids: list[str], outcome: Any) -> dict[str, str]:
-    """Each trace's recorded run judged by ``outcome``, as it was recorded: ``fail``,
-    ``pass``, ``judge`` (the outcome asks an LLM judge: not run here, where no policy is
-    called) or ``error`` (the outcome raised; the first reason goes to stderr)."""
-    from otelcar.errors import OtelcarError
-    from otelcar.outcome import AllOf, AnyOf, Judge
+    """Each trace's recorded run judged by ``outcome`` as it was recorded
+    (:func:`otelcar.outcome.recorded_verdict`); the first error's reason goes to stderr."""
+    from otelcar.outcome import recorded_verdict
     from otelcar.sync import run_sync
 
-    def asks_a_judge(rule: Any) -> bool:
-        if isinstance(rule, AnyOf | AllOf):
-            return any(asks_a_judge(inner) for inner in rule.rules)
-        return isinstance(rule, Judge)
-
-    if asks_a_judge(outcome):
-        return dict.fromkeys(trace_ids, "judge")
     verdicts: dict[str, str] = {}
     reasons: list[str] = []
     for trace_id in trace_ids:
-        try:
-            failed = run_sync(outcome.failed(source.load(trace_id).steps))
-        except OtelcarError as exc:
-            verdicts[trace_id] = "error"
-            reasons.append(f"{trace_id}: {exc}")
-            continue
-        verdicts[trace_id] = "fail" if failed else "pass"
+        verdict, reason = run_sync(recorded_verdict(outcome, source.load(trace_id).steps))
+        verdicts[trace_id] = verdict
+        if reason is not None:
+            reasons.append(f"{trace_id}: {reason}")
     if reasons:
         console(stderr=True).print(
             f"outcome error on {len(reasons)} trace(s), e.g. {reasons[0]}",

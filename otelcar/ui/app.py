@@ -16,6 +16,7 @@ start runs), and the app answers only to the host names it is given (no DNS rebi
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -165,10 +166,18 @@ def create_app(
             with open_source() as source:
                 where = source.where
                 index = source.traces(query.source_filter())
-            listing = apply_query(index, query)
+                listing = apply_query(index, query)
+                outcomes = await _page_outcomes(source, listing.rows, config_path)
         except QueryError as exc:
             return page("error.html", 400, title="bad query", message=str(exc))
-        return page("traces.html", title="traces", query=query, listing=listing, where=where)
+        return page(
+            "traces.html",
+            title="traces",
+            query=query,
+            listing=listing,
+            where=where,
+            outcomes=outcomes,
+        )
 
     async def trace(request: Request) -> Response:
         with open_source() as source:
@@ -290,3 +299,22 @@ def create_app(
     )
     app.state.runs = manager
     return app
+
+
+async def _page_outcomes(
+    source: Any, rows: list[dict[str, Any]], config_path: Path | None
+) -> dict[str, tuple[str, str | None]] | None:
+    """The outcome column of one page of the list: each listed recorded run judged as it was
+    recorded (:func:`otelcar.outcome.recorded_verdict`) when the console's ``otelcar.toml``
+    has an ``[outcome]``; ``None`` (no column) when it has none."""
+    from otelcar.outcome import recorded_verdict
+    from otelcar.project_config import load_judging_config
+
+    config = await asyncio.to_thread(load_judging_config, config_path)
+    if config is None or config.outcome is None:
+        return None
+    verdicts: dict[str, tuple[str, str | None]] = {}
+    for row in rows:
+        steps = await asyncio.to_thread(lambda t=row["trace_id"]: source.load(t).steps)
+        verdicts[row["trace_id"]] = await recorded_verdict(config.outcome, steps)
+    return verdicts
