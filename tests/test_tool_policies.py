@@ -238,7 +238,7 @@ def test_an_undeclared_live_tool_runs_once_per_distinct_call(tools: ModuleType):
     assert (policy.ran, policy.reused) == (1, 15)
     (note,) = policy.notes()
     assert config.registry.notes() == [note]  # what attribute and fix add to their notes
-    assert "side effects undeclared" in note and "15 identical call(s)" in note
+    assert "side effects undeclared" in note and "identical calls reuse its result" in note
     assert "side_effects = 'none' | 'sandboxed' | 'allowed'" in note
 
 

@@ -163,13 +163,14 @@ class CallableToolPolicy:
         self._reset()
 
     def notes(self) -> list[str]:
-        """One line for the user when identical calls were answered without running the tool
-        (undeclared side effects), else nothing."""
-        if not self.reused:
+        """One line for the user while the side effects are undeclared: what otelcar does
+        about it. It depends on the configuration only (not on which calls a run happened to
+        repeat), so the same analysis says the same on any executor."""
+        if self.side_effects is not None:
             return []
         return [
-            f"tool policy {self.name}: side effects undeclared, so each distinct call ran once "
-            f"({self.ran} ran) and {self.reused} identical call(s) reused its result; declare "
+            f"tool policy {self.name}: side effects undeclared, so each distinct call runs the "
+            "tool once and identical calls reuse its result (once per worker on Ray); declare "
             f"side_effects = {' | '.join(repr(s) for s in SIDE_EFFECTS)} to run every call"
         ]
 

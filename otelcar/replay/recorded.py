@@ -18,6 +18,7 @@ multi-agent run keeps the view of the conversation it had (DESIGN.md §5).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -215,12 +216,16 @@ class _MessageReader:
 
 def ends_run(action: Message | None, recorded: RecordedDecision | None, run: RecordedRun) -> bool:
     """Whether the rollout ends after this decision. A workflow (:mod:`otelcar.replay.requests`)
-    ends after its last recorded decision, whatever it answered, and never before. In a loop
+    ends after its last recorded decision, whatever it answered, and never before; a bounded
+    loop (its recording ends on a tool call) ends there too, or earlier at an answer. In a loop
     an action without tool calls is a final answer, unless the recording went on after a
     tool-free action at this position (multi-agent turn-taking, a user follow-up): then the
     next recorded turn comes, as it did."""
-    if run.requests.workflow:
+    requests = run.requests
+    if requests.workflow:
         return recorded is None or recorded.index == run.horizon - 1
+    if requests.bounded and recorded is not None and recorded.index == run.horizon - 1:
+        return True  # the agent stops after this many decisions
     if action is None or action.tool_calls:
         return False
     if recorded is None or recorded.index == run.horizon - 1:
@@ -257,11 +262,16 @@ def _tools(row: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def load_run(
-    trace_id: str, steps: pl.DataFrame, agent: AgentDeclaration | None = None
+    trace_id: str,
+    steps: pl.DataFrame,
+    agent: AgentDeclaration | None = None,
+    live: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> RecordedRun:
     """Build the recorded run of one trace from its steps table; ``agent``: the user's
     declaration of the agent's requests and structure (``[agent]`` in ``otelcar.toml``),
-    checked against the trace here (:class:`~otelcar.replay.requests.RequestError`)."""
+    checked against the trace here (:class:`~otelcar.replay.requests.RequestError`);
+    ``live``: what the live agent's requests carried, by step
+    (:func:`~otelcar.replay.requests.plan_requests`)."""
     rows = steps.sort("step").to_dicts()
     tools_by_call_step: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
@@ -326,7 +336,7 @@ def load_run(
     run.context_links()  # once, here: linear in the recorded messages, like the templates
     from otelcar.replay.requests import plan_requests
 
-    run._requests = plan_requests(run, agent)
+    run._requests = plan_requests(run, agent, live)
     return run
 
 

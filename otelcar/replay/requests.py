@@ -8,8 +8,10 @@ it comes from:
 
 - ``recorded``: the trace holds it for this decision;
 - ``declared``: the user said it (``[agent]`` in ``otelcar.toml``, :class:`AgentDeclaration`);
-- ``inferred``: neither; otelcar chose it from the run's structure, and every output that
-  rests on it says so (:meth:`RunRequests.summary`, :meth:`RunRequests.inferred`).
+- ``live``: read from the user's own agent's request during a live replay (``--agent``;
+  :mod:`otelcar.live`);
+- ``inferred``: none of these; otelcar chose it from the run's structure, and every output
+  that rests on it says so (:meth:`RunRequests.summary`, :meth:`RunRequests.inferred`).
 
 It also settles the run's **structure**, which decides where a rollout ends:
 
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 
 STRUCTURES = ("loop", "workflow")
 TOOL_CHOICES = ("auto", "none", "required")
-SOURCES = ("recorded", "declared", "inferred")
+SOURCES = ("recorded", "declared", "live", "inferred")
 _UNSET: Any = object()
 
 
@@ -253,6 +255,9 @@ class RunRequests:
     decisions: tuple[RequestSpec, ...]
     beyond: RequestSpec | None
     tools: tuple[dict[str, Any], ...] = ()  # every definition a request may offer
+    #: a loop that stops after its recorded number of decisions (the recording ends on a
+    #: tool call, not on an answer): a rollout ends there, or earlier at an answer
+    bounded: bool = False
 
     def catalogue(self) -> tuple[dict[str, Any], ...]:
         """Every tool definition a re-decision may offer (declared, recorded or inferred)."""
@@ -335,7 +340,8 @@ def _called(decision: RecordedDecision) -> list[str]:
 
 
 def detect_structure(run: RecordedRun) -> Part:
-    """The run's structure read from the trace (always ``inferred``; see the module doc)."""
+    """The run's structure read from the trace (always ``inferred``; see the module doc). A
+    loop whose recording ends on a tool call says so in its basis (:func:`ends_bounded`)."""
     offered: dict[str | None, set[tuple[str, ...]]] = {}
     for d in run.decisions:
         if d.tools is not None:  # each agent of a handoff has its own tools
@@ -365,17 +371,34 @@ def detect_structure(run: RecordedRun) -> Part:
                     f"the agent's code adds a {item.message.role} message between decisions "
                     f"(before step {decision.step})",
                 )
-    return Part(
-        "loop",
-        "inferred",
-        "each context is the previous one plus the action and its tool results",
-    )
+    basis = "each context is the previous one plus the action and its tool results"
+    if ends_bounded(run):
+        basis += (
+            f"; the recording ends on a tool call (step {run.decisions[-1].step}), not on an "
+            f"answer, so the agent stops after {run.horizon} decisions"
+        )
+    return Part("loop", "inferred", basis)
 
 
-def plan_requests(run: RecordedRun, declared: AgentDeclaration | None = None) -> RunRequests:
-    """Settle every decision's request and the run's structure (module doc). Raises
+def ends_bounded(run: RecordedRun) -> bool:
+    """The recording's last decision called a tool: the agent stopped after a number of
+    decisions (a bounded loop, a template reply), not at an answer without tool calls."""
+    last = run.decisions[-1] if run.decisions else None
+    return last is not None and last.action is not None and bool(last.action.tool_calls)
+
+
+def plan_requests(
+    run: RecordedRun,
+    declared: AgentDeclaration | None = None,
+    live: Mapping[int, Mapping[str, Any]] | None = None,
+) -> RunRequests:
+    """Settle every decision's request and the run's structure (module doc). ``live``: what
+    the live agent's own requests carried, by recorded step (``tools``, ``tool_choice`` in
+    the steps table's form, ``params``; :meth:`otelcar.live.session.RolloutSession.captured`):
+    each part is then ``live``, below a declaration and above the recording. Raises
     :class:`RequestError` when a declaration names a step, key or tool the trace lacks."""
     declared = declared or AgentDeclaration()
+    live = live or {}
     structure = (
         Part(declared.structure, "declared", "[agent] structure")
         if declared.structure
@@ -392,16 +415,13 @@ def plan_requests(run: RecordedRun, declared: AgentDeclaration | None = None) ->
         key = decision_key(decision, ordinals[who])
         own = overrides.get(decision.index, DeclaredDecision())
         tools = _tools(decision, own, structure, catalogue, recorded_somewhere, declared)
+        choice = _tool_choice(own, declared, tools, decision.tool_choice)
+        params = _params(decision, own)
+        seen = live.get(decision.step)
+        if seen is not None:
+            tools, choice, params = _live(seen, own, tools, choice, params)
         specs.append(
-            RequestSpec(
-                decision.index,
-                decision.step,
-                key,
-                tools,
-                _tool_choice(own, declared, tools, decision.tool_choice),
-                _params(decision, own),
-                decision.agent,
-            )
+            RequestSpec(decision.index, decision.step, key, tools, choice, params, decision.agent)
         )
     beyond = None
     if structure.value == "loop" and specs:
@@ -420,6 +440,7 @@ def plan_requests(run: RecordedRun, declared: AgentDeclaration | None = None) ->
         tuple(specs),
         beyond,
         tuple(definition for definition, _ in catalogue.definitions.values()),
+        bounded=structure.source == "inferred" and ends_bounded(run),
     )
 
 
@@ -625,6 +646,23 @@ def _tools(
         + "; the trace records no tool definitions",
         where,
     )
+
+
+def _live(
+    seen: Mapping[str, Any], own: DeclaredDecision, tools: Part, choice: Part, params: Part
+) -> tuple[Part, Part, Part]:
+    """A decision's parts with what the live agent sent laid over the recorded and inferred
+    ones (a declaration stays: the user's word is above what one run showed)."""
+    basis = "read from the live agent's request"
+    if tools.source != "declared":
+        tools = Part(tuple(seen.get("tools") or ()), "live", basis)
+    if choice.source != "declared":
+        text = seen.get("tool_choice")
+        value = _recorded_choice(text) if text and tools.value else None
+        choice = Part(value, "live", basis if tools.value else "no tools offered")
+    if params.source != "declared":
+        params = Part({**params.value, **(seen.get("params") or {})}, "live", basis)
+    return tools, choice, params
 
 
 def _tool_choice(
