@@ -11,6 +11,7 @@ the rollouts) and takes every other option of the library function as a keyword.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from otelcar.replay import Budget
@@ -54,21 +55,60 @@ async def attribute_run(
 
     settings = config.replay
     spent = budget_for(settings, budget)
-    result = await attribute_async(
-        run,
-        registry=config.registry,
-        outcome=config.outcome,  # type: ignore[arg-type]
-        seed=settings.seed_or(seed),
-        budget=spent,
-        concurrency=settings.concurrency,
-        on_rollout=on_rollout,
-        **options,
-    )
+    run, notes = await live_ready(run, config, seed=settings.seed_or(seed))
+    with live_rollouts(config):
+        result = await attribute_async(
+            run,
+            registry=config.registry,
+            outcome=config.outcome,  # type: ignore[arg-type]
+            seed=settings.seed_or(seed),
+            budget=spent,
+            concurrency=settings.concurrency,
+            on_rollout=on_rollout,
+            **options,
+        )
+    result.notes[:0] = notes
     if policy_check:
         await with_policy_check(
             result, run, config, samples=policy_check, seed=settings.seed_or(seed), budget=spent
         )
     return result
+
+
+async def live_ready(
+    run: RecordedRun, config: ProjectConfig, *, seed: int
+) -> tuple[RecordedRun, list[str]]:
+    """With an agent command (``[agent] command`` or ``--agent``): the live fidelity check
+    (:func:`otelcar.live.check.check_live`, refused with
+    :class:`~otelcar.live.check.LiveReplayError` unless the agent reproduces the recorded
+    run), and the run with the requests the agent made (source ``live``), with the check's
+    headline for the result's notes. Without one: ``run`` as it is, no note."""
+    if config.agent_command is None:
+        return run, []
+    from otelcar.live.check import check_live
+    from otelcar.replay import Environment, load_run
+
+    check = await check_live(
+        run,
+        config.agent_command,
+        Environment(config.registry),
+        outcome=config.outcome,
+        seed=seed,
+    )
+    check.require()
+    return load_run(run.trace_id, run.steps, config.agent, live=check.captured), [check.headline()]
+
+
+def live_rollouts(config: ProjectConfig) -> AbstractContextManager[Any]:
+    """The rollouts started in the block run on the user's agent
+    (:class:`~otelcar.live.executor.LiveExecutor`) when ``config`` names an agent command;
+    otherwise wherever they would (a no-op)."""
+    if config.agent_command is None:
+        return nullcontext()
+    from otelcar.live.executor import LiveExecutor
+    from otelcar.replay.execution import use_executor
+
+    return use_executor(LiveExecutor(config.agent_command))
 
 
 async def with_policy_check(
@@ -146,16 +186,20 @@ async def why_run(
     from otelcar.attribution.context.why import why_async
 
     settings = config.replay
-    return await why_async(
-        run,
-        step=step,
-        registry=config.registry,
-        outcome=config.outcome,
-        seed=settings.seed_or(seed),
-        budget=budget_for(settings, budget),
-        on_sample=on_sample,
-        **options,
-    )
+    run, notes = await live_ready(run, config, seed=settings.seed_or(seed))
+    with live_rollouts(config):  # --step culprit attributes first
+        result = await why_async(
+            run,
+            step=step,
+            registry=config.registry,
+            outcome=config.outcome,
+            seed=settings.seed_or(seed),
+            budget=budget_for(settings, budget),
+            on_sample=on_sample,
+            **options,
+        )
+    result.notes[:0] = notes
+    return result
 
 
 async def fix_run(
@@ -174,17 +218,21 @@ async def fix_run(
     from otelcar.attribution.fixes.fix import fix_async
 
     settings = config.replay
-    return await fix_async(
-        run,
-        registry=config.registry,
-        step=step,
-        outcome=config.outcome,
-        seed=settings.seed_or(seed),
-        concurrency=settings.concurrency,
-        budget=budget_for(settings, budget),
-        on_sample=on_sample,
-        **options,
-    )
+    run, notes = await live_ready(run, config, seed=settings.seed_or(seed))
+    with live_rollouts(config):  # --forward's rollouts run on the agent
+        result = await fix_async(
+            run,
+            registry=config.registry,
+            step=step,
+            outcome=config.outcome,
+            seed=settings.seed_or(seed),
+            concurrency=settings.concurrency,
+            budget=budget_for(settings, budget),
+            on_sample=on_sample,
+            **options,
+        )
+    result.notes[:0] = notes
+    return result
 
 
 def step_arg(value: str) -> int | str:

@@ -51,12 +51,13 @@ from __future__ import annotations
 import sys
 import tomllib
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from otelcar.errors import OtelcarError
 from otelcar.executors import EXECUTORS, Executor, executor_names, executor_scope
+from otelcar.live.agent import AgentCommand
 from otelcar.outcome import BUILTIN_OUTCOMES, Outcome, outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.requests import STRUCTURES, AgentDeclaration
@@ -78,6 +79,9 @@ REPLAY_KEYS = {
     "ray_address": str,
 }
 SOURCE_KEYS = ("url", "table", "logs_table", "database")
+#: The keys of ``[agent]`` that say how to run the agent (the rest declare its requests).
+AGENT_COMMAND_KEYS = ("command", "cwd", "env", "timeout_s", "concurrency")
+AGENT_REQUEST_KEYS = ("structure", "tools", "tool_choice", "decision")
 
 
 class ConfigError(OtelcarError):
@@ -129,6 +133,9 @@ class ProjectConfig:
     #: ``[agent]``: the agent's structure, tools, tool choice and per-decision requests, as
     #: the user declares them (:mod:`otelcar.replay.requests`); pass it to ``load_run``
     agent: AgentDeclaration = field(default_factory=AgentDeclaration)
+    #: ``[agent] command`` (with ``cwd``, ``env``, ``timeout_s``, ``concurrency``): the user's
+    #: agent, run once per rollout for live replay (``--agent`` overrides it; docs/live.md)
+    agent_command: AgentCommand | None = None
 
 
 def parse_config(
@@ -161,11 +168,27 @@ def parse_config(
                 f"{' | '.join(executor_names())}; ray_address: a string)"
             )
     source = parse_source(data.get("source"), path)
+    table = data.get("agent", {})
+    known = {*AGENT_COMMAND_KEYS, *AGENT_REQUEST_KEYS}
+    if not isinstance(table, dict) or set(table) - known:
+        unknown = sorted(set(table) - known) if isinstance(table, dict) else ["(not a table)"]
+        raise ConfigError(
+            f"{path or 'config'}: [agent]: unknown key(s) {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(known))}"
+        )
     try:
-        agent = AgentDeclaration.from_config(data.get("agent", {}))
+        agent = AgentDeclaration.from_config(
+            {k: v for k, v in table.items() if k not in AGENT_COMMAND_KEYS}
+        )
+        command = AgentCommand.from_config(
+            {k: v for k, v in table.items() if k in AGENT_COMMAND_KEYS}
+        )
     except OtelcarError as exc:
         raise ConfigError(f"{path or 'config'}: {exc}") from None
-    return ProjectConfig(registry, outcome, ReplaySettings(**replay), path, source, agent)
+    if command is not None and command.cwd is not None and not command.cwd.is_absolute():
+        base = base_dir or Path.cwd()  # relative to the config's folder, like module paths
+        command = replace(command, cwd=base / command.cwd)
+    return ProjectConfig(registry, outcome, ReplaySettings(**replay), path, source, agent, command)
 
 
 def parse_source(table: Any, path: Path | None = None) -> SourceSettings | None:
@@ -318,6 +341,15 @@ def config_schema_document() -> dict[str, Any]:
                 "its structure, tools, tool choice, per-decision requests (docs/replay.md)",
                 "additionalProperties": False,
                 "properties": {
+                    "command": {
+                        "type": ["string", "array"],
+                        "description": "live replay: the agent, run once per rollout (split "
+                        "like a shell line, never run through a shell; docs/live.md)",
+                    },
+                    "cwd": {"type": "string", "description": "where it runs (default: here)"},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "timeout_s": {"type": "number", "exclusiveMinimum": 0, "default": 300},
+                    "concurrency": {"type": "integer", "minimum": 1, "default": 1},
                     "structure": {"enum": list(STRUCTURES)},
                     "tool_choice": {
                         "type": "string",

@@ -280,6 +280,28 @@ def _offered(request: dict[str, Any] | None) -> Text:
     return text
 
 
+def live_check_table(check: Any) -> Table:
+    """The live check (:class:`otelcar.live.check.LiveCheck`): per recorded decision, whether
+    the agent made its request again, what it offered, and how it differs."""
+    doc = check if isinstance(check, dict) else check.to_dict()
+    table = Table(title=untrusted_text(doc["headline"]), header_style="bold")
+    for name in ("step", "request", "tools the agent offered", "tool choice", "differs"):
+        table.add_column(name)
+    for r in doc["requests"]:
+        table.add_row(
+            str(r["step"]),
+            Text("made", style="green") if r["made"] else Text("not made", style="red"),
+            untrusted_text(", ".join(r["tools"] or []) if r["made"] else ""),
+            untrusted_text(r["tool_choice"] or ("default" if r["tools"] else "")),
+            untrusted_text("; ".join(r["differs"]), style="red" if r["differs"] else ""),
+        )
+    table.caption = untrusted_text(
+        f"the agent made {doc['made']} request(s); its run ended: {doc['status']}"
+        + (f" ({doc['error']})" if doc["error"] else "")
+    )
+    return table
+
+
 def policy_check_table(check: Any) -> Table:
     """The per-decision reproduction rates of a policy check (a
     :class:`~otelcar.attribution.faithfulness.PolicyCheck` or its ``to_dict()``)."""

@@ -30,7 +30,8 @@ LAYERS: dict[str, int] = {
     "trajectory": 3,
     **dict.fromkeys(["store", "sources", "importer", "readers", "receiver"], 4),
     **dict.fromkeys(
-        ["replay", "policies", "outcome", "config_checks", "executors", "model", "testing"], 5
+        ["replay", "policies", "outcome", "config_checks", "executors", "live", "model", "testing"],
+        5,
     ),
     "attribution": 6,
     **dict.fromkeys(["report", "render", "views"], 7),

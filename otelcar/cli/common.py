@@ -98,6 +98,8 @@ def run_and_config(
     *,
     fail_if: tuple[str, ...] = (),
     require_outcome: bool = False,
+    agent: str | None = None,
+    executor: str | None = None,
 ) -> tuple:
     """``(recorded run, project config, steps)`` of one trace, with ``config_path`` (default:
     ./otelcar.toml when present) and its ``[source]``. ``fail_if``: the ``--fail-if`` rules
@@ -105,7 +107,11 @@ def run_and_config(
 
     The config must fit the trace: a tool-policy key, an outcome tool or an outcome argument
     the trace cannot have is a :class:`~otelcar.config_checks.ConfigMismatch`, raised before
-    anything runs (:func:`otelcar.config_checks.check_config_fits`)."""
+    anything runs (:func:`otelcar.config_checks.check_config_fits`).
+
+    ``agent``: ``--agent CMD``, which replaces ``[agent] command`` (its ``cwd``, ``env``,
+    ``timeout_s`` and ``concurrency`` stay); with an agent command, rollouts run on the
+    user's agent, so ``executor`` (``--executor``) is refused."""
     from otelcar.cli.options import apply_fail_if
     from otelcar.config_checks import check_config_fits
     from otelcar.project_config import load_config
@@ -114,6 +120,20 @@ def run_and_config(
     config = load_config(config_path)
     full_id, steps, _ = load_trace(ctx, trace_id, config.source)
     run = load_run(full_id, steps, config.agent)
+    if agent is not None:
+        from dataclasses import replace
+
+        from otelcar.live.agent import AgentCommand
+
+        parsed = AgentCommand.parse(agent, cwd=Path.cwd())
+        kept = config.agent_command
+        config.agent_command = (
+            parsed if kept is None else replace(kept, argv=parsed.argv, cwd=kept.cwd or parsed.cwd)
+        )
+    if config.agent_command is not None and executor is not None:
+        raise click.UsageError(
+            "--agent (or [agent] command) runs every rollout on your agent: leave out --executor"
+        )
     apply_fail_if(config, fail_if, required=require_outcome)
     check_config_fits(run, config)
     return run, config, steps

@@ -67,6 +67,7 @@ def executor_options() -> Callable[..., Any]:
     """``--executor`` and ``--ray-address`` (where the rollouts run; docs/ray.md)."""
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        function = agent_option()(function)
         function = click.option(
             "--ray-address",
             help="With --executor ray: ray://HOST:PORT, auto (the cluster this machine is "
@@ -80,6 +81,18 @@ def executor_options() -> Callable[..., Any]:
         )(function)
 
     return decorate
+
+
+def agent_option() -> Callable[..., Any]:
+    """``--agent CMD``: live replay, the user's agent run once per rollout (docs/live.md)."""
+    return click.option(
+        "--agent",
+        "agent",
+        metavar="CMD",
+        help="Live replay: run this command (split like a shell line) once per rollout, its "
+        "model calls answered by otelcar (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) from the trace "
+        "or the policy. Default: [agent] command. docs/live.md.",
+    )
 
 
 def _executor_names() -> list[str]:

@@ -98,11 +98,18 @@ def _saved_attribution(path: Path | None) -> dict[str, Any] | None:
 
 
 def _setup(
-    ctx: click.Context, trace_id: str, config_path: Path | None, fail_if: tuple[str, ...]
+    ctx: click.Context,
+    trace_id: str,
+    config_path: Path | None,
+    fail_if: tuple[str, ...],
+    agent: str | None = None,
+    executor: str | None = None,
 ) -> tuple[Any, Any]:
     from otelcar.cli.common import run_and_config as _run_and_config
 
-    run, config, _ = _run_and_config(ctx, trace_id, config_path, fail_if=fail_if)
+    run, config, _ = _run_and_config(
+        ctx, trace_id, config_path, fail_if=fail_if, agent=agent, executor=executor
+    )
     return run, config
 
 
@@ -249,6 +256,7 @@ def why_command(
     attribution_path: Path | None,
     executor: str | None,
     ray_address: str | None,
+    agent: str | None,
     json_path: Path | None,
 ) -> None:
     """Which text in the context of a decision made the agent take it.
@@ -262,7 +270,7 @@ def why_command(
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
-    run, config = _setup(ctx, trace_id, config_path, fail_if)
+    run, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
     settings = config.replay
     spent = budget_for(settings, budget)
     with executor_for(settings, executor, ray_address), _progress("why", spent) as progress:
@@ -348,6 +356,7 @@ def fix_command(
     attribution_path: Path | None,
     executor: str | None,
     ray_address: str | None,
+    agent: str | None,
     json_path: Path | None,
 ) -> None:
     """Candidate fixes for a decision, validated on its exact failed context.
@@ -363,7 +372,7 @@ def fix_command(
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
-    run, config = _setup(ctx, trace_id, config_path, fail_if)
+    run, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
     settings = config.replay
     base_seed = settings.seed_or(seed)
     spent = budget_for(settings, budget)

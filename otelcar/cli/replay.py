@@ -20,6 +20,7 @@ from otelcar.cli.common import (
     write_json,
 )
 from otelcar.cli.options import (
+    agent_option,
     config_option,
     executor_for,
     executor_options,
@@ -52,6 +53,7 @@ from otelcar.cli.options import (
 )
 @click.option("--seed", type=int, default=None, help="With --check-policy: the seed.")
 @click.option("--budget", type=int, default=None, help="With --check-policy: most policy calls.")
+@agent_option()
 @source_option()
 @click.pass_context
 def replay_command(
@@ -63,6 +65,7 @@ def replay_command(
     same: str,
     seed: int | None,
     budget: int | None,
+    agent: str | None,
 ) -> None:
     """Fidelity check: replay the trace with every step held and compare with the recording.
 
@@ -75,11 +78,31 @@ def replay_command(
     with its interval, what it does instead, and at temperature 0 the residual
     nondeterminism (docs/replay.md). A step it rarely reproduces is one where a
     counterfactual describes another agent.
+
+    With --agent CMD (or [agent] command), the live check too: the agent runs once with
+    every model call answered from the trace, and must make every recorded request again
+    (messages, and tools and tool choice where the trace has them); each request's tools
+    and tool choice are shown, and the first that differs is named (docs/live.md).
     """
     from otelcar.replay import check_fidelity
 
-    run, config, steps = run_and_config(ctx, trace_id, config_path)
+    run, config, steps = run_and_config(ctx, trace_id, config_path, agent=agent)
     report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
+    live = None
+    if config.agent_command is not None:
+        from otelcar.live.check import check_live
+        from otelcar.replay import Environment
+        from otelcar.sync import run_sync
+
+        live = run_sync(
+            check_live(
+                run,
+                config.agent_command,
+                Environment(config.registry),
+                outcome=config.outcome,
+                seed=config.replay.seed_or(seed),
+            )
+        )
     check = None
     if check_policy_samples is not None:
         from otelcar.attribution.faithfulness import check_policy
@@ -99,14 +122,20 @@ def replay_command(
         )
     if as_json:
         document = report.to_dict()
-        emit_json(document if check is None else {**document, "policy_check": check.to_dict()})
+        if check is not None:
+            document["policy_check"] = check.to_dict()
+        if live is not None:
+            document["live"] = live.to_dict()
+        emit_json(document)
     else:
-        from otelcar.render import fidelity_table, policy_check_table
+        from otelcar.render import fidelity_table, live_check_table, policy_check_table
 
         console().print(fidelity_table(report))
         if check is not None:
             console().print(policy_check_table(check))
-    if not report.reproducible:
+        if live is not None:
+            console().print(live_check_table(live))
+    if not report.reproducible or (live is not None and not live.reproduced):
         sys.exit(1)
 
 
@@ -164,6 +193,7 @@ def rollout_command(
     note: str | None,
     executor: str | None,
     ray_address: str | None,
+    agent: str | None,
 ) -> None:
     """Run an intervention plan on a trace R times and report how often it fails; with
     --save NAME, keep the rollouts as a named timeline to show and diff later."""
@@ -175,7 +205,7 @@ def rollout_command(
         from otelcar.replay.timelines import check_name
 
         check_name(save_name)
-    run, config, steps = run_and_config(ctx, trace_id, config_path)
+    run, config, steps = run_and_config(ctx, trace_id, config_path, agent=agent, executor=executor)
     if save_name is not None:  # before any rollout runs
         from otelcar.replay.timelines import check_free
 
@@ -190,8 +220,15 @@ def rollout_command(
         settings.budget(),
     )
     count = rollouts if rollouts is not None else settings.rollouts
+    from otelcar.analyses import live_ready, live_rollouts
+    from otelcar.sync import run_sync
+
+    run, live_notes = run_sync(live_ready(run, config, seed=settings.seed_or(seed)))
+    for line in live_notes:
+        console(stderr=True).print(line, markup=False, highlight=False)
     with (
         executor_for(settings, executor, ray_address),
+        live_rollouts(config),
         stderr_progress(
             TextColumn("rollouts"), BarColumn(), TextColumn("{task.completed}/{task.total}")
         ) as progress,
@@ -354,6 +391,7 @@ def attribute_command(
     credit: bool,
     executor: str | None,
     ray_address: str | None,
+    agent: str | None,
     json_path: Path | None,
     html_path: Path | None,
 ) -> None:
@@ -370,7 +408,13 @@ def attribute_command(
     if adaptive and rollouts is not None:
         raise click.UsageError("--adaptive and --rollouts exclude each other")
     run, config, steps = run_and_config(
-        ctx, trace_id, config_path, fail_if=fail_if, require_outcome=True
+        ctx,
+        trace_id,
+        config_path,
+        fail_if=fail_if,
+        require_outcome=True,
+        agent=agent,
+        executor=executor,
     )
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))

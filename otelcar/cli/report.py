@@ -163,6 +163,7 @@ def aggregate_command(
     seed: int | None,
     executor: str | None,
     ray_address: str | None,
+    agent: str | None,
     json_path: Path | None,
     html_path: Path | None,
 ) -> None:
@@ -173,6 +174,11 @@ def aggregate_command(
     Without TRACE_IDS every trace in the store is considered (narrow with --service, --since,
     --limit); traces whose recording does not fail are counted as passed.
     """
+    if agent is not None:
+        raise click.UsageError(
+            "aggregate does not run live replay yet: attribute one trace with "
+            "otelcar attribute TRACE --agent CMD"
+        )
     import polars as pl
 
     from otelcar.attribution.aggregate import aggregate, attribute_traces

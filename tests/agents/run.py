@@ -71,10 +71,12 @@ class OpenInferenceHooks(Hooks):
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser()
     parser.add_argument("agent", choices=AGENTS)
-    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"))
     parser.add_argument("--out")
-    parser.add_argument("--instrument", choices=("openai-v2", "openinference", "none"))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--instrument", choices=("openai-v2", "openinference", "none"), default="none"
+    )
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("OTELCAR_SEED", "0")))
     args = parser.parse_args(argv)
     agent = importlib.import_module(f"tests.agents.{args.agent}")
     import openai
