@@ -46,6 +46,9 @@ class LiveExecutor:
     name = "live"
     trace_concurrency = 1
     trace_tasks = False
+    #: the agent runs its own tools: no tool policy is asked (attribution says nothing of
+    #: tools without one)
+    runs_agent_tools = True
 
     def __init__(self, command: AgentCommand) -> None:
         self.command = command

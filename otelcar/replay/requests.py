@@ -404,6 +404,8 @@ def plan_requests(
         if declared.structure
         else detect_structure(run)
     )
+    if live and structure.source == "inferred":
+        structure = Part(structure.value, "live", "the live agent's own code ends each rollout")
     catalogue = _Catalogue(run, declared)
     overrides = _overrides(run, declared)
     recorded_somewhere = [d.step for d in run.decisions if d.tools is not None]
@@ -440,7 +442,7 @@ def plan_requests(
         tuple(specs),
         beyond,
         tuple(definition for definition, _ in catalogue.definitions.values()),
-        bounded=structure.source == "inferred" and ends_bounded(run),
+        bounded=structure.source in ("inferred", "live") and ends_bounded(run),
     )
 
 

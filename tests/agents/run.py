@@ -77,8 +77,11 @@ def main(argv: list[str] | None = None) -> str:
         "--instrument", choices=("openai-v2", "openinference", "none"), default="none"
     )
     parser.add_argument("--seed", type=int, default=int(os.environ.get("OTELCAR_SEED", "0")))
+    parser.add_argument("--system", help="Another system prompt (an agent changed since).")
     args = parser.parse_args(argv)
     agent = importlib.import_module(f"tests.agents.{args.agent}")
+    if args.system is not None:
+        agent.SYSTEM = args.system
     import openai
 
     hooks: Hooks = Hooks()

@@ -68,6 +68,7 @@ from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome, RunEvent, events_of, judges_events
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import RolloutsFailed
+from otelcar.replay.execution import current_executor
 from otelcar.replay.fidelity import check_fidelity_async
 from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.recorded import RecordedRun
@@ -233,7 +234,7 @@ async def attribute_async(
         notes.append(inferred)
 
     uncovered = tools_without_policy(run, registry)
-    if uncovered:
+    if uncovered and not getattr(current_executor(), "runs_agent_tools", False):
         notes.append(
             f"no tool policy for {', '.join(uncovered)}: only the recorded calls can be served; "
             "a rollout calling one with other arguments fails and is counted (register "
