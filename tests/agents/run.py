@@ -9,6 +9,12 @@ no tool choice), ``openinference`` (``openinference-instrumentation-openai``, wh
 the tools offered, with OITracer AGENT and TOOL spans) or ``none`` (no tracing: a live run
 along a rollout). Spans go to ``--out`` through the official OTLP/JSON file exporter. Prints
 the agent's final answer.
+
+``agents_sdk`` (the OpenAI Agents SDK) makes its own client from the environment
+(``--base-url`` sets ``OPENAI_BASE_URL``) and traces its own agents, tools and model calls:
+``--instrument openinference`` is ``openinference-instrumentation-openai-agents`` (whose
+processor replaces the SDK's exporter to OpenAI's trace backend), ``none`` disables the SDK's
+tracing; either way nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from tests.agents.kit import Hooks
 
-AGENTS = ("cleanup", "refund_loop", "handoff")
+AGENTS = ("cleanup", "refund_loop", "handoff", "agents_sdk")
 
 
 class GenAIHooks(Hooks):
@@ -78,10 +84,22 @@ def main(argv: list[str] | None = None) -> str:
     )
     parser.add_argument("--seed", type=int, default=int(os.environ.get("OTELCAR_SEED", "0")))
     parser.add_argument("--system", help="Another system prompt (an agent changed since).")
+    parser.add_argument(
+        "--tool-choice", help="agents_sdk: a ModelSettings.tool_choice (default: none sent)."
+    )
+    parser.add_argument(
+        "--handoff-reason", action="store_true", help="agents_sdk: the handoff takes a reason."
+    )
     args = parser.parse_args(argv)
     agent = importlib.import_module(f"tests.agents.{args.agent}")
     if args.system is not None:
         agent.SYSTEM = args.system
+    if args.tool_choice is not None:
+        agent.TOOL_CHOICE = args.tool_choice
+    if args.handoff_reason:
+        agent.HANDOFF_REASON = True
+    if args.agent == "agents_sdk":
+        return _agents_sdk(agent, args)
     import openai
 
     hooks: Hooks = Hooks()
@@ -121,6 +139,33 @@ def main(argv: list[str] | None = None) -> str:
     if provider is not None:
         provider.shutdown()
     return answer
+
+
+def _agents_sdk(agent: Any, args: argparse.Namespace) -> str:
+    """The Agents SDK agent: its client from the environment, its own tracing bridged."""
+    if args.base_url:
+        os.environ["OPENAI_BASE_URL"] = args.base_url
+    os.environ["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY") or "not-a-key"
+    if args.instrument == "openai-v2":
+        raise SystemExit("agents_sdk: --instrument openinference or none")
+    if args.instrument == "none":
+        from agents import set_tracing_disabled
+
+        set_tracing_disabled(True)
+        return agent.run(None, Hooks(), seed=args.seed)
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": args.agent}))
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(args.out)))
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)  # exclusive: no export
+    try:
+        return agent.run(None, Hooks(), seed=args.seed)
+    finally:
+        provider.shutdown()
 
 
 if __name__ == "__main__":
