@@ -10,8 +10,9 @@ that takes a ``reason``; then:
 
 - the trace maps to decisions of both agents, with the tools the SDK offered (its handoff
   tool ``transfer_to_billing`` too);
-- a held live replay of the explicit agent makes every recorded request again; the defaults'
-  does not yet, for two reasons otelcar should absorb (strict xfail, below);
+- a held live replay makes every recorded request again, of the explicit agent and of the
+  SDK's defaults (no tool choice sent: the API's default; a handoff without arguments, which
+  OpenInference leaves out);
 - a resampled billing refund is sent the agent's own tools and tool choice;
 - ``why`` on the live agent names the planted sentence.
 """
@@ -127,39 +128,15 @@ def test_a_held_live_replay_of_the_sdk_agent_makes_every_recorded_request_again(
     assert list(transfer["parameters"]["properties"]) == ["reason"]
 
 
-#: What the SDK's defaults send that otelcar does not yet read as the recorded request.
-KNOWN = (
-    # no tool_choice in the request (the API's default, auto); OpenInference records the
-    # Response's echo, "auto"
-    "tool choice None where the trace recorded auto",
-    # a handoff call's arguments "{}": OpenInference omits tool_call.function.arguments when
-    # they are "{}" (_processor.py), read back as None; the endpoint sent "{}"
-    "message 4 (assistant) differs: recorded 'transfer_to_billing(None)', "
-    "the agent sent 'transfer_to_billing({})'",
-)
-
-
-def test_the_sdk_defaults_differ_from_the_recording_only_where_otelcar_misreads_them(
-    default_check: tuple[Any, LiveCheck],
-) -> None:
-    run, check = default_check
-    assert check.made == run.horizon and check.status == "final"
-    assert check.recorded_failed and check.replayed_failed
-    assert all(r.made for r in check.requests)
-    unknown = [d for r in check.requests for d in r.differs if d not in KNOWN]
-    assert unknown == []
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="otelcar compares a missing tool_choice with the recorded 'auto' (check.py) and "
-    "reads OpenInference's omitted '{}' arguments as None (see KNOWN)",
-)
 def test_a_held_live_replay_of_the_sdk_defaults_reproduces(
     default_check: tuple[Any, LiveCheck],
 ) -> None:
-    _, check = default_check
+    """The SDK's defaults send no tool_choice (the API's default, auto, which OpenInference
+    records from the Response's echo) and a handoff with arguments "{}" (which OpenInference
+    leaves out): both are the recorded request, and the replay reproduces."""
+    run, check = default_check
     assert check.reproduced, check.first_difference()
+    assert check.made == run.horizon and check.recorded_failed and check.replayed_failed
 
 
 def test_a_resampled_billing_refund_is_sent_the_agents_own_tools(

@@ -163,7 +163,8 @@ async def check_live(
         if decision.tools is not None and names != [str(t.get("name")) for t in decision.tools]:
             recorded = [str(t.get("name")) for t in decision.tools]
             check.differs.append(f"tools {names} where the trace recorded {recorded}")
-        if decision.tool_choice is not None and request.tool_choice_text != decision.tool_choice:
+        sent = request.tool_choice_text or ("auto" if request.tools else None)  # API default
+        if decision.tool_choice is not None and sent != decision.tool_choice:
             check.differs.append(
                 f"tool choice {request.tool_choice_text} where the trace recorded "
                 f"{decision.tool_choice}"

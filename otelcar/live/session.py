@@ -141,6 +141,10 @@ class RolloutSession:
             exchange.answer, exchange.origin = recorded.action, "recorded"
         else:
             await self._forward(exchange, request, messages, swap)
+            if recorded and recorded.action and same_message(exchange.answer, recorded.action):
+                # the recorded decision again: answered with the recorded call ids, so the
+                # agent's next request is the recorded next context and the run stays held
+                exchange.answer = recorded.action
         changed = (
             recorded is None
             or recorded.action is None

@@ -236,7 +236,9 @@ def ends_run(action: Message | None, recorded: RecordedDecision | None, run: Rec
 
 def same_message(a: Message, b: Message) -> bool:
     """Equality of messages as decisions: role, text (empty and missing are the same) and
-    tool calls by name and arguments. Call ids are ignored: providers mint new ones."""
+    tool calls by name and arguments (no arguments recorded, ``{}`` and ``""`` are the same:
+    producers leave out an empty argument object). Call ids are ignored: providers mint new
+    ones."""
     if a is b:  # a held or cached decision: the recorded object itself
         return True
     if a.role != b.role or (a.content or "") != (b.content or ""):
@@ -244,7 +246,7 @@ def same_message(a: Message, b: Message) -> bool:
     if len(a.tool_calls) != len(b.tool_calls):
         return False
     return all(
-        x.name == y.name and x.arguments == y.arguments
+        x.name == y.name and (x.arguments == y.arguments or (not x.arguments and not y.arguments))
         for x, y in zip(a.tool_calls, b.tool_calls, strict=True)
     )
 
