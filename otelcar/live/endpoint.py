@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -69,6 +70,12 @@ class ModelEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # a response's headers and body leave in separate writes: without this,
+                # Nagle's algorithm holds the body until the client's delayed ACK (~40 ms)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, *args: Any) -> None:  # the agent's requests are not logs
                 pass
