@@ -102,6 +102,10 @@ _LAZY = {
     "RolloutSet": "otelcar.replay.engine",
     "run_plan": "otelcar.replay.engine",
     "run_plan_async": "otelcar.replay.engine",
+    "AgentDeclaration": "otelcar.replay.requests",
+    # live replay (docs/live.md)
+    "AgentCommand": "otelcar.live.agent",
+    "LiveExecutor": "otelcar.live.executor",
     # attribution
     "attribute": "otelcar.attribution.steps.attribute",
     "attribute_async": "otelcar.attribution.steps.attribute",
@@ -125,6 +129,8 @@ _LAZY = {
 __all__ = [
     "STEPS_SCHEMA",
     "TRACES_SCHEMA",
+    "AgentCommand",
+    "AgentDeclaration",
     "AggregateResult",
     "AttributionResult",
     "Budget",
@@ -132,6 +138,7 @@ __all__ = [
     "FixResult",
     "FormatError",
     "ImportReport",
+    "LiveExecutor",
     "Message",
     "OtelcarError",
     "PairsResult",
