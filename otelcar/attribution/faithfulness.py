@@ -51,7 +51,7 @@ from otelcar.cost import policy_calls_text
 from otelcar.messages import Message
 from otelcar.policies.base import PolicyError
 from otelcar.policies.registry import PolicyRegistry
-from otelcar.replay.harness import Budget, Environment
+from otelcar.replay.harness import Budget, Environment, decision_request
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
 
 #: The seed stage of the check (its own draws: :mod:`otelcar.attribution.experiment.seeds`).
@@ -250,11 +250,14 @@ def request_differences(
     if model and decision.model and model != decision.model:
         out.append(f"model {model} (recorded {decision.model})")
     recorded = _temperature(decision)
-    fixed = getattr(policy, "temperature", None)
-    sampling = getattr(policy, "sampling_temperature", None)
-    sent = fixed if fixed is not None else (sampling if recorded in (None, 0) else recorded)
-    if sent is not None and recorded is not None and float(sent) != recorded:
-        out.append(f"temperature {sent} (recorded {recorded})")
+    if recorded is not None and hasattr(policy, "sent_temperature"):
+        request = decision_request(
+            run, decision, decision.context or [], seed=0, step=decision.step,
+            agent=decision.agent,
+        )  # fmt: skip
+        sent = policy.sent_temperature(request)  # what the policy sends, as it decides it
+        if float(sent) != recorded:
+            out.append(f"temperature {sent} (recorded {recorded})")
     return out
 
 

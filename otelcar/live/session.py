@@ -34,7 +34,7 @@ from otelcar.replay.harness import (
     derive_seed,
 )
 from otelcar.replay.plan import Do, EditContext, Plan, PlanError, Remove, SwapModel
-from otelcar.replay.recorded import RecordedRun, same_message
+from otelcar.replay.recorded import RecordedDecision, RecordedRun, same_message
 
 
 @dataclass(slots=True)
@@ -140,7 +140,7 @@ class RolloutSession:
         elif not self.diverged and not interventions and recorded and recorded.action:
             exchange.answer, exchange.origin = recorded.action, "recorded"
         else:
-            await self._forward(exchange, request, messages, swap)
+            await self._forward(exchange, recorded, request, messages, swap)
             if recorded and recorded.action and same_message(exchange.answer, recorded.action):
                 # the recorded decision again: answered with the recorded call ids, so the
                 # agent's next request is the recorded next context and the run stays held
@@ -158,12 +158,12 @@ class RolloutSession:
     async def _forward(
         self,
         exchange: Exchange,
+        recorded: RecordedDecision | None,
         request: LiveRequest,
         messages: tuple[Message, ...],
         swap: SwapModel | None,
     ) -> None:
         registry = self.env.registry
-        recorded = self.run.decisions[exchange.index] if exchange.index < self.run.horizon else None
         policy = (
             registry.llm(swap.policy)
             if swap is not None

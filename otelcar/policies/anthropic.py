@@ -111,14 +111,17 @@ class AnthropicPolicy:
         self.name = name or f"anthropic:{model}"
         self._answered = False  # has the server answered once (in this process)?
 
+    def sent_temperature(self, request: DecisionRequest) -> float:
+        """The temperature sent for ``request``: the policy's own when set, else the recorded
+        one, the sampling temperature where none was recorded or it was 0."""
+        if self.temperature is not None:
+            return self.temperature
+        recorded = request.params.get("temperature")
+        return self.sampling_temperature if not recorded else float(recorded)
+
     def request_body(self, request: DecisionRequest) -> dict[str, Any]:
         system, messages = to_anthropic(request.messages, request.agent)
-        recorded = request.params.get("temperature")
-        temperature = (
-            self.temperature
-            if self.temperature is not None
-            else (self.sampling_temperature if not recorded else float(recorded))
-        )
+        temperature = self.sent_temperature(request)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,

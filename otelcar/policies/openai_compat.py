@@ -195,26 +195,33 @@ class OpenAICompatiblePolicy:
                 body["tool_choice"] = choice
         return body
 
-    def _temperature(self, request: DecisionRequest) -> float:
+    def sent_temperature(self, request: DecisionRequest) -> float:
+        """The temperature sent for ``request``: the policy's own when set; else the
+        request's for a step that is not replayed (the caller's choice); else the recorded
+        one, the sampling temperature where none was recorded or it was 0 (which would
+        repeat the recorded action)."""
         if self.temperature is not None:
             return self.temperature
         recorded = request.params.get("temperature")
         if request.step is None and recorded is not None:
-            return float(recorded)  # not a replayed step: the caller's explicit choice
-        if recorded is None:
-            return self.sampling_temperature
-        if recorded == 0:
-            if not self._warned_zero:
-                log.warning(
-                    "step %s was recorded at temperature 0: resampling it at the "
-                    "recorded temperature would repeat it; using the policy's sampling "
-                    "temperature %s",
-                    request.step,
-                    self.sampling_temperature,
-                )
-                self._warned_zero = True
+            return float(recorded)
+        if recorded is None or recorded == 0:
             return self.sampling_temperature
         return float(recorded)
+
+    def _temperature(self, request: DecisionRequest) -> float:
+        """:meth:`sent_temperature`, warning once when a step recorded at 0 is resampled."""
+        recorded = request.params.get("temperature")
+        resampled_zero = self.temperature is None and request.step is not None and recorded == 0
+        if resampled_zero and not self._warned_zero:
+            log.warning(
+                "step %s was recorded at temperature 0: resampling it at the recorded "
+                "temperature would repeat it; using the policy's sampling temperature %s",
+                request.step,
+                self.sampling_temperature,
+            )
+            self._warned_zero = True
+        return self.sent_temperature(request)
 
     async def decide(self, request: DecisionRequest) -> Decision:
         import openai

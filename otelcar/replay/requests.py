@@ -324,6 +324,17 @@ def _steps(steps: Sequence[int]) -> str:
     return "steps " + ", ".join(str(s) for s in steps)
 
 
+def decision_keys(run: RecordedRun) -> list[str]:
+    """Every decision's :func:`decision_key`, in the run's order."""
+    ordinals: dict[str, int] = {}
+    keys = []
+    for decision in run.decisions:
+        who = decision.agent or decision.name
+        ordinals[who] = ordinals.get(who, 0) + 1
+        keys.append(decision_key(decision, ordinals[who]))
+    return keys
+
+
 def decision_key(decision: RecordedDecision, ordinal: int) -> str:
     """The decision's stable key: its agent (else its name, the model's for a single agent)
     and its 1-based position among that agent's decisions — ``"refunds#2"`` — the same in
@@ -407,14 +418,11 @@ def plan_requests(
     if live and structure.source == "inferred":
         structure = Part(structure.value, "live", "the live agent's own code ends each rollout")
     catalogue = _Catalogue(run, declared)
-    overrides = _overrides(run, declared)
+    keys = decision_keys(run)
+    overrides = _overrides(run, declared, keys)
     recorded_somewhere = [d.step for d in run.decisions if d.tools is not None]
-    ordinals: dict[str, int] = {}
     specs: list[RequestSpec] = []
-    for decision in run.decisions:
-        who = decision.agent or decision.name
-        ordinals[who] = ordinals.get(who, 0) + 1
-        key = decision_key(decision, ordinals[who])
+    for decision, key in zip(run.decisions, keys, strict=True):
         own = overrides.get(decision.index, DeclaredDecision())
         tools = _tools(decision, own, structure, catalogue, recorded_somewhere, declared)
         choice = _tool_choice(own, declared, tools, decision.tool_choice)
@@ -553,15 +561,13 @@ def _json_type(value: Any) -> dict[str, Any]:
     return {}
 
 
-def _overrides(run: RecordedRun, declared: AgentDeclaration) -> dict[int, DeclaredDecision]:
-    """Declared decisions by decision index; a step or key the run lacks is an error."""
+def _overrides(
+    run: RecordedRun, declared: AgentDeclaration, keys: list[str]
+) -> dict[int, DeclaredDecision]:
+    """Declared decisions by decision index (``keys``: :func:`decision_keys`); a step, key or
+    agent the run lacks is an error."""
     by_step = {d.step: d.index for d in run.decisions}
-    ordinals: dict[str, int] = {}
-    by_key: dict[str, int] = {}
-    for decision in run.decisions:
-        who = decision.agent or decision.name
-        ordinals[who] = ordinals.get(who, 0) + 1
-        by_key[decision_key(decision, ordinals[who])] = decision.index
+    by_key = {key: d.index for d, key in zip(run.decisions, keys, strict=True)}
     agents = {d.agent for d in run.decisions if d.agent}
     general: dict[str, DeclaredDecision] = {}
     for item in declared.decisions:
