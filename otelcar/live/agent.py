@@ -7,10 +7,10 @@ group, in the user's working directory (or ``cwd``), with a fresh scratch direct
 and, in its environment, where its model is (``OPENAI_BASE_URL``, ``OPENAI_API_BASE``,
 ``ANTHROPIC_BASE_URL``; a placeholder API key where none is set), which rollout it is
 (``OTELCAR_ROLLOUT``, ``OTELCAR_SEED``, the ``otelcar.rollout`` resource attribute for its
-spans) and which recorded run it replays (``OTELCAR_TRACE_ID``, ``OTELCAR_INPUT``: the run's
-first user message, so one command serves every trace of a service). The whole process group
-is killed when the run ends, times out or is cancelled. The agent's real tools run: its side
-effects are the user's (``docs/live.md``).
+spans, which go to otelcar's receiver: :mod:`otelcar.live.spans`) and which recorded run it
+replays (``OTELCAR_TRACE_ID``, ``OTELCAR_INPUT``: the run's first user message, so one command
+serves every trace of a service). The whole process group is killed when the run ends, times out
+or is cancelled. The agent's real tools run: its side effects are the user's (``docs/live.md``).
 """
 
 from __future__ import annotations
@@ -128,10 +128,15 @@ async def run_agent(
     trace_id: str,
     input_text: str | None,
     token: str,
+    telemetry: Mapping[str, str] | None = None,
 ) -> AgentRun:
-    """Run the agent once (module docstring), waiting at most ``command.timeout_s``."""
+    """Run the agent once (module docstring), waiting at most ``command.timeout_s``.
+    ``telemetry``: variables that point its OpenTelemetry exporter at otelcar
+    (:meth:`otelcar.live.spans.RolloutTraces.environment`); they replace the user's own, so
+    a rollout's spans never reach the user's backend."""
     with tempfile.TemporaryDirectory(prefix=f"otelcar-rollout-{rollout}-") as scratch:
         env = _environment(command, base_url, rollout, seed, trace_id, input_text, token, scratch)
+        env.update(telemetry or {})
         started = time.perf_counter()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -169,6 +174,13 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def agent_environment(command: AgentCommand) -> dict[str, str]:
+    """The environment the agent starts from: this process's, with ``[agent] env`` over it."""
+    env = dict(os.environ)
+    env.update(command.env)
+    return env
+
+
 def _environment(
     command: AgentCommand,
     base_url: str,
@@ -179,8 +191,7 @@ def _environment(
     token: str,
     scratch: str,
 ) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(command.env)
+    env = agent_environment(command)
     root = base_url.removesuffix("/v1")
     env.update(
         {

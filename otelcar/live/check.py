@@ -65,6 +65,9 @@ class LiveCheck:
     recorded_failed: bool | None = None
     replayed_failed: bool | None = None
     captured: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: what the outcome judged: ``"trace"`` (the agent's own spans), ``"requests"`` (the
+    #: agent sent none: what the endpoint saw) or ``None`` (no outcome, or not judged)
+    judged_on: str | None = None
 
     @property
     def reproduced(self) -> bool:
@@ -94,11 +97,24 @@ class LiveCheck:
             )
         return None
 
+    def judged(self) -> str:
+        """What the rollouts' outcome is judged on, in words (empty without an outcome)."""
+        if self.judged_on == "trace":
+            return "; each rollout is judged on the agent's own trace (its spans reached otelcar)"
+        if self.judged_on == "requests":
+            return (
+                "; the agent sent no spans, so each rollout is judged on the model requests "
+                "otelcar answered (a tool call of the last answer counts as made): point its "
+                "OTLP exporter at OTEL_EXPORTER_OTLP_ENDPOINT to judge its own trace"
+            )
+        return ""
+
     def headline(self) -> str:
         if self.reproduced:
             return (
                 f"live replay of {self.trace_id} with `{self.command}`: the agent made every "
                 f"recorded request again ({len(self.requests)}), answered from the trace"
+                f"{self.judged()}"
             )
         return (
             f"live replay of {self.trace_id} with `{self.command}` does NOT reproduce the "
@@ -116,6 +132,7 @@ class LiveCheck:
             "made": self.made,
             "recorded_failed": self.recorded_failed,
             "replayed_failed": self.replayed_failed,
+            "judged_on": self.judged_on,
             "requests": [r.to_dict() for r in self.requests],
         }
 
@@ -187,4 +204,5 @@ async def check_live(
         recorded_failed,
         judged.failed,
         captured,
+        next((k for k, n in executor.judged_on.items() if n), None),
     )

@@ -3,14 +3,19 @@
 :class:`LiveExecutor` implements the replay's :class:`~otelcar.replay.execution.Executor`, so
 ``attribute``, ``why``, ``fix``, ``rollout`` and ``aggregate`` run their rollouts on the
 user's own agent through the one seam they already use, with no live branch in any of them.
-For a batch of rollouts it starts the model endpoint (:mod:`otelcar.live.endpoint`) on this
-event loop, and for each rollout a :class:`~otelcar.live.session.RolloutSession` that plays the
-plan and one run of the agent (:mod:`otelcar.live.agent`) pointed at it, at most
-``concurrency`` at once. A rollout whose agent exits 0 is ``final`` and is judged with the
-outcome on what the endpoint saw (every answer, and the tool results the agent sent back); one
-whose agent failed, hung past ``timeout_s`` or whose policy failed is ``failed`` with the
-reason (its stderr's last line), never a pass or a fail; the budget running out makes it
-``budget``. A policy that never answered stops the command, as with the rebuilt agent.
+For a batch of rollouts it starts the model endpoint (:mod:`otelcar.live.endpoint`) and the
+receiver of the rollouts' own spans (:mod:`otelcar.live.spans`) on this event loop, and for
+each rollout a :class:`~otelcar.live.session.RolloutSession` that plays the plan and one run
+of the agent (:mod:`otelcar.live.agent`) pointed at both, at most ``concurrency`` at once.
+
+A rollout whose agent exits 0 is ``final``. Its own trace — the spans its agent sent, built
+into a steps table as an imported trace is — is its :attr:`~otelcar.replay.harness.Rollout.trace`
+and is what the outcome judges, with the same ``[outcome]`` as the recorded run. An agent
+that sent no spans is judged on what the endpoint saw (every answer, and the tool results the
+agent sent back), and :attr:`LiveExecutor.judged_on` says which. A rollout whose agent
+failed, hung past ``timeout_s`` or whose policy failed is ``failed`` with the reason (its
+stderr's last line), never a pass or a fail; the budget running out makes it ``budget``. A
+policy that never answered stops the command, as with the rebuilt agent.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from otelcar.live.agent import AgentCommand, run_agent
+from otelcar.live.agent import AgentCommand, agent_environment, run_agent
 from otelcar.live.endpoint import ModelEndpoint
 from otelcar.live.session import RolloutSession
+from otelcar.live.spans import RolloutTraces
 from otelcar.outcome import Outcome
 from otelcar.policies.base import PolicyUnavailable
 from otelcar.replay.execution import Judged
@@ -54,6 +60,9 @@ class LiveExecutor:
         self.command = command
         #: every finished session, newest last (the live fidelity check reads the last)
         self.sessions: list[RolloutSession] = []
+        #: how many judged rollouts were judged on their own trace (``"trace"``) and how many
+        #: on the requests the endpoint saw (``"requests"``: the agent sent no spans)
+        self.judged_on: dict[str, int] = {"trace": 0, "requests": 0}
 
     async def run_rollouts(
         self,
@@ -69,11 +78,14 @@ class LiveExecutor:
     ) -> list[Judged]:
         del concurrency  # the agent's own: [agent] concurrency
         gate = asyncio.Semaphore(self.command.concurrency)
-        with ModelEndpoint(asyncio.get_running_loop()) as endpoint:
+        with ModelEndpoint(asyncio.get_running_loop()) as endpoint, RolloutTraces() as traces:
+            telemetry = traces.environment(agent_environment(self.command))
 
             async def one(index: int) -> Judged:
                 async with gate:
-                    judged = await self._one(run, plan, env, endpoint, index, seed, outcome)
+                    judged = await self._one(
+                        run, plan, env, endpoint, traces, telemetry, index, seed, outcome
+                    )
                 if on_rollout is not None:
                     on_rollout(judged.rollout)
                 return judged
@@ -86,6 +98,8 @@ class LiveExecutor:
         plan: Plan,
         env: Environment,
         endpoint: ModelEndpoint,
+        traces: RolloutTraces,
+        telemetry: dict[str, str],
         index: int,
         seed: int,
         outcome: Outcome | None,
@@ -101,6 +115,7 @@ class LiveExecutor:
                 trace_id=run.trace_id,
                 input_text=first_input(run),
                 token=session.token,
+                telemetry=telemetry,
             )
         finally:
             errors = endpoint.close_session(session.token)
@@ -121,8 +136,10 @@ class LiveExecutor:
             detail = f" (stderr: …{tail[-300:]})" if tail and errors else ""
             return Judged(session.rollout_record("failed", problem + detail), None)
         rollout = session.rollout_record("final")
+        rollout.trace = await asyncio.to_thread(traces.steps_of, session.token)
         failed = None
         if outcome is not None:
+            self.judged_on["trace" if rollout.trace is not None else "requests"] += 1
             try:
                 failed = await rollout_failed(env.bind(outcome), rollout)
             except Exception as exc:

@@ -291,7 +291,10 @@ class ReplayedDecision:
 
 @dataclass(slots=True)
 class Rollout:
-    """One rollout of one plan: its decisions, how it ended, and why."""
+    """One rollout of one plan: its decisions, how it ended, and why. ``trace``: the
+    rollout's own trace as a steps table (:data:`otelcar.schema.STEPS_SCHEMA`), where the
+    rollout made one (a live rollout's agent sends its spans, :mod:`otelcar.live.spans`);
+    ``None`` for the rebuilt agent, whose rollout is its decisions."""
 
     index: int
     seed: int
@@ -299,6 +302,7 @@ class Rollout:
     decisions: list[ReplayedDecision] = field(default_factory=list)
     status: str = "running"  # final | horizon | truncated | failed | budget
     error: str | None = None
+    trace: Any = None  # a polars DataFrame (STEPS_SCHEMA) or None
 
     @property
     def ok(self) -> bool:

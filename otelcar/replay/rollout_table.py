@@ -146,8 +146,11 @@ def _arguments_as_in_table(call: ToolCall) -> Any:
 
 
 async def rollout_failed(outcome: Outcome, rollout: Rollout) -> bool:
-    """Whether ``rollout`` failed by ``outcome``: from its events when the outcome judges
-    events (the built-ins), else from its steps table."""
+    """Whether ``rollout`` failed by ``outcome``: on its own trace when it made one (a live
+    rollout's spans: judged as a recorded trace is); else from its events when the outcome
+    judges events (the built-ins), else from its steps table."""
+    if rollout.trace is not None:
+        return bool(await outcome.failed(rollout.trace))
     if judges_events(outcome):
         return bool(await outcome.failed_on(rollout_events(rollout)))  # type: ignore[attr-defined]
     return bool(await outcome.failed(rollout_steps(rollout)))

@@ -7,8 +7,10 @@
 content on spans, util-genai ``invoke_agent`` and ``execute_tool`` spans: no tool definitions,
 no tool choice), ``openinference`` (``openinference-instrumentation-openai``, which records
 the tools offered, with OITracer AGENT and TOOL spans) or ``none`` (no tracing: a live run
-along a rollout). Spans go to ``--out`` through the official OTLP/JSON file exporter. Prints
-the agent's final answer.
+along a rollout). Spans go to ``--out`` through the official OTLP/JSON file exporter, or
+without ``--out`` through the official OTLP/HTTP exporter configured from the environment
+(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_RESOURCE_ATTRIBUTES``), as a deployed agent's do.
+Prints the agent's final answer.
 
 ``agents_sdk`` (the OpenAI Agents SDK) makes its own client from the environment
 (``--base-url`` sets ``OPENAI_BASE_URL``) and traces its own agents, tools and model calls:
@@ -105,13 +107,11 @@ def main(argv: list[str] | None = None) -> str:
     hooks: Hooks = Hooks()
     provider = None
     if args.instrument != "none":
-        from opentelemetry.exporter.otlp.json.file import FileSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
         provider = TracerProvider(resource=Resource.create({"service.name": args.agent}))
-        provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(args.out)))
+        provider.add_span_processor(_processor(args.out))
         if args.instrument == "openai-v2":
             os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
             from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
@@ -139,6 +139,22 @@ def main(argv: list[str] | None = None) -> str:
     if provider is not None:
         provider.shutdown()
     return answer
+
+
+def _processor(out: str | None) -> Any:
+    """Spans to the file ``out``, or (``None``) over OTLP where the environment says: gRPC
+    when ``OTEL_EXPORTER_OTLP_PROTOCOL=grpc``, else HTTP."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    if out is not None:
+        from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+
+        return SimpleSpanProcessor(FileSpanExporter(out))
+    if os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    return BatchSpanProcessor(OTLPSpanExporter())
 
 
 def _agents_sdk(agent: Any, args: argparse.Namespace) -> str:

@@ -1,0 +1,159 @@
+"""A live rollout's own trace is its timeline (issue 43, DESIGN.md §5b).
+
+The agent's spans reach otelcar's receiver (:mod:`otelcar.live.spans`) through the official
+OTLP exporters configured from the environment otelcar gives the agent, tagged with the
+rollout; the outcome judges each rollout on its own trace, built as an imported trace is.
+
+Unit tests export spans in-process with the official SDK; the end-to-end tests run the
+unmodified ``openai`` agents of ``tests/agents`` traced by the official openai-v2
+instrumentation, exporting over OTLP/HTTP and OTLP/gRPC.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otelcar.live import AgentCommand, LiveExecutor
+from otelcar.live.check import check_live
+from otelcar.live.spans import RolloutTraces
+from otelcar.outcome import outcome_from_config
+from otelcar.policies.registry import PolicyRegistry
+from otelcar.replay import Environment, Plan, Resample, run_plan
+from otelcar.sync import run_sync
+from tests.test_counterfactual_agents import OUTCOMES, Recorded
+from tests.test_live import Seeing
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _export(exporter: Any, token: str, names: list[str]) -> None:
+    """One trace per name: a root span with one GenAI chat span under it."""
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "agent", "otelcar.rollout": token})
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    for name in names:
+        with tracer.start_as_current_span(name), tracer.start_as_current_span("chat m") as span:
+            span.set_attribute("gen_ai.operation.name", "chat")
+            span.set_attribute("gen_ai.request.model", "m")
+            span.set_attribute("gen_ai.provider.name", "openai")
+    provider.shutdown()
+
+
+def test_each_rollouts_spans_are_found_by_its_token_over_http_and_grpc() -> None:
+    with RolloutTraces() as traces:
+        http = traces.environment({})
+        grpc = traces.environment({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+        assert http["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/protobuf"
+        assert http["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].endswith("/v1/traces")
+        assert grpc["OTEL_EXPORTER_OTLP_ENDPOINT"] == http["OTELCAR_OTLP_GRPC_ENDPOINT"]
+        assert "OTEL_EXPORTER_OTLP_PROTOCOL" not in grpc  # the agent's own choice stays
+        _export(OTLPSpanExporter(endpoint=http["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]), "a", ["x"])
+        _export(
+            GrpcSpanExporter(endpoint=grpc["OTEL_EXPORTER_OTLP_ENDPOINT"], insecure=True),
+            "b",
+            ["first", "second"],
+        )
+        one, two = traces.steps_of("a"), traces.steps_of("b")
+        assert traces.steps_of("nobody") is None
+    assert one is not None and two is not None
+    assert one["trace_id"].n_unique() == 1 and two["trace_id"].n_unique() == 2
+    assert set(one["trace_id"]).isdisjoint(two["trace_id"])
+    # two traces of one rollout: one after the other, steps numbered on
+    assert two["step"].to_list() == list(range(two.height))
+    assert two.filter(two["kind"] == "llm").height == 2
+
+
+def test_a_rollout_whose_spans_hold_no_step_of_the_run_has_no_trace() -> None:
+    with RolloutTraces() as traces:
+        env = traces.environment({})
+        provider = TracerProvider(resource=Resource.create({"otelcar.rollout": "c"}))
+        provider.add_span_processor(
+            SimpleSpanProcessor(
+                OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+            )
+        )
+        with provider.get_tracer("t").start_as_current_span("GET /health"):
+            pass
+        provider.shutdown()
+        assert traces.steps_of("c") is None  # nothing to judge: not an empty "pass"
+
+
+def traced(agent: str, **options: Any) -> AgentCommand:
+    """The agent traced by openai-v2, exporting over OTLP where its environment says."""
+    line = [sys.executable, "-m", "tests.agents.run", agent, "--seed", "7"]
+    return AgentCommand.parse([*line, "--instrument", "openai-v2"], cwd=ROOT, **options)
+
+
+@pytest.fixture(scope="module")
+def cleanup(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    return Recorded("cleanup", "openai-v2", tmp_path_factory.mktemp("live-spans"))
+
+
+def test_every_rollout_is_judged_on_its_own_trace(cleanup: Recorded) -> None:
+    """Three resampled rollouts, two at once, of an agent whose environment points its
+    exporter at the user's own backend: each rollout's spans reach otelcar instead, each
+    rollout's trace is its own, and the outcome is judged on it."""
+    run = cleanup.run()
+    registry = PolicyRegistry().register("llm", Seeing("cleanup"))
+    outcome = outcome_from_config(OUTCOMES["cleanup"], registry)
+    executor = LiveExecutor(
+        traced(
+            "cleanup",
+            concurrency=2,
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},  # never reached
+        )
+    )
+    act = run.decisions[2].step
+    result = run_plan(
+        run,
+        Plan((Resample(act),)),
+        Environment(registry),
+        rollouts=3,
+        outcome=outcome,
+        executor=executor,
+    )
+    assert result.summary()["status"] == {"final": 3}
+    assert executor.judged_on == {"trace": 3, "requests": 0}
+    trace_ids = set()
+    for rollout, failed in zip(result.rollouts, result.failures, strict=True):
+        trace = rollout.trace
+        assert trace is not None
+        assert trace["trace_id"].n_unique() == 1
+        trace_ids |= set(trace["trace_id"])
+        assert trace.filter(trace["kind"] == "llm").height == len(rollout.decisions)
+        # the agent's own tool spans (execute_tool), which the endpoint never sees
+        tools = trace.filter(trace["kind"] == "tool")
+        assert tools.height >= 1 and set(tools["tool_result"]) - {None}
+        assert failed == run_sync(outcome.failed(trace))
+    assert len(trace_ids) == 3
+
+
+def test_the_live_check_says_what_the_outcome_is_judged_on(cleanup: Recorded) -> None:
+    run = cleanup.run()
+    registry = PolicyRegistry().register("llm", Seeing("cleanup"))
+    outcome = outcome_from_config(OUTCOMES["cleanup"], registry)
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}  # the gRPC exporter, as the agent chose
+    check = run_sync(
+        check_live(run, traced("cleanup", env=env), Environment(registry), outcome=outcome)
+    )
+    assert check.reproduced, check.first_difference()
+    assert check.judged_on == "trace" and "the agent's own trace" in check.headline()
+    silent = AgentCommand.parse(
+        [sys.executable, "-m", "tests.agents.run", "cleanup", "--seed", "7"], cwd=ROOT
+    )
+    check = run_sync(check_live(run, silent, Environment(registry), outcome=outcome))
+    assert check.reproduced and check.judged_on == "requests"
+    assert "sent no spans" in check.headline()
