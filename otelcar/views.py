@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from otelcar.messages import decode_arguments
+from otelcar.schema import TRACES_SCHEMA
 
 
 def trace_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -20,6 +21,29 @@ def trace_view(row: dict[str, Any]) -> dict[str, Any]:
     start, end = row.get("start_ns"), row.get("end_ns")
     out["duration_ms"] = (end - start) / 1e6 if start is not None and end is not None else None
     return out
+
+
+def own_trace_summary(steps: pl.DataFrame, label: str) -> dict[str, Any]:
+    """A trace-index row for a rollout's own trace, which is in no store's index: what its
+    steps tell (counts, times); the rest (spans, logs, dialects) unknown."""
+    ids = sorted(set(steps["trace_id"]))
+    starts = [s for s in steps["start_ns"] if s is not None]
+    ends = [e for e in steps["end_ns"] if e is not None]
+    kinds = steps["kind"].to_list()
+    row: dict[str, Any] = dict.fromkeys(TRACES_SCHEMA)
+    row.update(
+        trace_id=ids[0] if len(ids) == 1 else f"{ids[0]} (+{len(ids) - 1})",
+        service=f"rollout {label}",
+        start_ns=min(starts) if starts else None,
+        end_ns=max(ends) if ends else None,
+        n_steps=steps.height,
+        n_llm=kinds.count("llm"),
+        n_tool=kinds.count("tool"),
+        n_agent=kinds.count("agent"),
+        n_errors=sum(1 for s in steps["status"] if s == "ERROR"),
+        n_issues=int(steps["issues"].list.len().fill_null(0).sum()),
+    )
+    return row
 
 
 def traces_view(traces: pl.DataFrame) -> list[dict[str, Any]]:

@@ -11,6 +11,8 @@ instrumentation, exporting over OTLP/HTTP and OTLP/gRPC.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -157,3 +159,71 @@ def test_the_live_check_says_what_the_outcome_is_judged_on(cleanup: Recorded) ->
     check = run_sync(check_live(run, silent, Environment(registry), outcome=outcome))
     assert check.reproduced and check.judged_on == "requests"
     assert "sent no spans" in check.headline()
+
+
+def test_a_kept_live_timeline_keeps_each_rollouts_own_trace(
+    cleanup: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rollout --agent … --save NAME`` keeps the rollouts' own traces; ``show --timeline
+    NAME --own-trace`` shows one as a trace is shown (text and JSON, the trace schema)."""
+    from click.testing import CliRunner
+
+    from otelcar.cli import cli
+    from tests.test_cli import _validator
+
+    store = tmp_path / "store"
+    runner = CliRunner()
+    done = runner.invoke(cli, ["--store", str(store), "import", str(cleanup.path)])
+    assert done.exit_code == 0, done.output
+    config = tmp_path / "otelcar.toml"
+    config.write_text(
+        '[policies.llm]\ntype = "python"\nfunction = "tests.agents.cleanup:decide"\n'
+        f"[outcome]\n{_inline(OUTCOMES['cleanup'])}\n"
+    )
+    monkeypatch.chdir(ROOT)  # --agent runs where otelcar runs
+    run = cleanup.run()
+    agent = f"{sys.executable} -m tests.agents.run cleanup --seed 7 --instrument openai-v2"
+    base = ["--store", str(store)]
+    act = str(run.decisions[2].step)
+    done = runner.invoke(
+        cli,
+        [*base, "rollout", run.trace_id, "--resample", act, "-n", "2", "--config", str(config),
+         "--agent", agent, "--save", "live"],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    show = [*base, "show", run.trace_id, "--timeline", "live", "--rollout", "1"]
+    done = runner.invoke(cli, show)
+    assert done.exit_code == 0, done.output
+    assert "add --own-trace" in done.output
+    done = runner.invoke(cli, [*show, "--own-trace", "--json"])
+    assert done.exit_code == 0, done.output
+    document = json.loads(done.output)
+    _validator("show.schema.json").validate(document)
+    kinds = [s["kind"] for s in document["steps"]]
+    assert kinds.count("llm") == run.horizon and "tool" in kinds
+    assert document["trace"]["service"] == "rollout live#1"
+    done = runner.invoke(cli, [*show, "--own-trace"])
+    assert done.exit_code == 0 and "rollout live#1" in done.output, done.output
+    assert "list_files" in done.output
+    # the console lists the rollouts' own traces with the timeline and shows one as a trace
+    from starlette.testclient import TestClient
+
+    from tests.test_ui import app_for
+
+    with TestClient(app_for(store, config)) as client:
+        page = client.get(f"/traces/{run.trace_id}")
+        links = re.findall(r'class="own-trace" href="([^"]+)"', page.text)
+        assert len(links) == 2, page.text[-3000:]
+        own = client.get(links[1])
+        assert own.status_code == 200 and 'id="rollout-of"' in own.text
+        assert 'id="run-form"' not in own.text  # no analysis starts on a rollout's trace
+        assert own.text.count('class="bar"') == document["trace"]["n_steps"]
+        assert client.get(links[1].replace("/rollouts/1", "/rollouts/7")).status_code == 400
+
+
+def _inline(outcome: dict[str, Any]) -> str:
+    return "\n".join(f"{k} = {json.dumps(v)}" for k, v in outcome.items() if k != "args") + (
+        "\nargs = { "
+        + ", ".join(f"{k} = {json.dumps(v)}" for k, v in outcome["args"].items())
+        + " }"
+    )

@@ -31,7 +31,13 @@ from otelcar.importer import collect_paths, iter_file_records
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
 from otelcar.render import import_report, step_details, steps_table, traces_table
-from otelcar.views import records_view, steps_view, trace_view, traces_view
+from otelcar.views import (
+    own_trace_summary,
+    records_view,
+    steps_view,
+    trace_view,
+    traces_view,
+)
 
 
 @click.command("import")
@@ -190,6 +196,12 @@ def _recorded_outcomes(source: Any, trace_ids: list[str], outcome: Any) -> dict[
     type=click.IntRange(min=0),
     help="With --timeline: which rollout (default: its first).",
 )
+@click.option(
+    "--own-trace",
+    is_flag=True,
+    help="With --timeline: the rollout's own trace (a live rollout's agent spans), shown as a "
+    "trace is.",
+)
 @source_option()
 @config_option("otelcar.toml whose [source] to read traces from (default: ./otelcar.toml).")
 @click.pass_context
@@ -202,18 +214,28 @@ def show_command(
     kinds: tuple[str, ...],
     timeline_name: str | None,
     rollout: int | None,
+    own_trace: bool,
     config_path: Path | None,
 ) -> None:
     """Show the steps of one trace (TRACE_ID may be a unique prefix), or one of its kept
-    timelines (--timeline NAME)."""
+    timelines (--timeline NAME), or the trace a live rollout of one made (--own-trace)."""
     from otelcar.project_config import load_source
 
-    if rollout is not None and timeline_name is None:
-        raise click.UsageError("--rollout goes with --timeline NAME")
+    if (rollout is not None or own_trace) and timeline_name is None:
+        raise click.UsageError("--rollout and --own-trace go with --timeline NAME")
     full_id, steps, row = load_trace(ctx, trace_id, load_source(config_path))
     if timeline_name is not None:
-        _show_timeline(ctx, full_id, timeline_name, rollout, as_json, parquet_path, full)
-        return
+        timeline, chosen = _timeline_rollout(ctx, full_id, timeline_name, rollout)
+        if not own_trace:
+            _show_timeline(timeline, chosen, as_json, parquet_path, full)
+            return
+        steps = timeline.rollout_trace(chosen)
+        if steps is None:
+            raise click.UsageError(
+                f"rollout {chosen} of timeline {timeline_name!r} made no trace of its own (it "
+                "ran on the rebuilt agent, or its live agent sent no spans: docs/live.md)"
+            )
+        row = own_trace_summary(steps, f"{timeline_name}#{chosen}")
     if kinds:
         steps = steps.filter(steps["kind"].is_in(list(kinds)))
     summary = trace_view(row)
@@ -233,23 +255,28 @@ def show_command(
                 out.print(step_details(row))
 
 
+def _timeline_rollout(
+    ctx: click.Context, trace_id: str, name: str, rollout: int | None
+) -> tuple[Any, int]:
+    """The kept timeline ``name`` and the rollout to show (default: its first)."""
+    from otelcar.replay.timelines import load_timeline
+
+    timeline = load_timeline(ctx.obj["store"], trace_id, name)
+    kept = timeline.info.rollouts
+    return timeline, rollout if rollout is not None else (kept[0].rollout if kept else 0)
+
+
 def _show_timeline(
-    ctx: click.Context,
-    trace_id: str,
-    name: str,
-    rollout: int | None,
+    timeline: Any,
+    chosen: int,
     as_json: bool,
     parquet_path: Path | None,
     full: bool,
 ) -> None:
     """``show --timeline``: what was run, how the rollouts ended, one rollout's decisions
     (JSON: schemas/timeline.schema.json, whole contexts included)."""
-    from otelcar.replay.timelines import load_timeline
     from otelcar.report.timelines import timeline_report
 
-    timeline = load_timeline(ctx.obj["store"], trace_id, name)
-    kept = timeline.info.rollouts
-    chosen = rollout if rollout is not None else (kept[0].rollout if kept else 0)
     path = timeline.path(chosen)
     if parquet_path is not None:
         timeline.rollout_steps(chosen).write_parquet(parquet_path)
@@ -264,6 +291,13 @@ def _show_timeline(
 
         for decision in decisions:
             console().print(decision_details(decision))
+    own = timeline.rollout_trace(chosen)
+    if own is not None:
+        console().print(
+            f"rollout {chosen} made a trace of its own ({own.height} steps, from its agent's "
+            "spans; its outcome was judged on it): add --own-trace to show it",
+            highlight=False,
+        )
 
 
 @click.command("records")

@@ -8,7 +8,10 @@ under ``<store>/timelines/<trace>/<NAME>/``:
   outcome, the cost, when and by which otelcar it was made;
 - ``steps.parquet`` — every step of every rollout
   (:data:`~otelcar.replay.rollout_table.ROLLOUT_SCHEMA`: contexts, actions, tool calls and
-  results, where each came from, the seeds).
+  results, where each came from, the seeds);
+- ``traces.parquet`` — only where rollouts made traces of their own (live rollouts whose agent
+  sent its spans: :mod:`otelcar.live.spans`): those traces' steps
+  (:data:`~otelcar.schema.STEPS_SCHEMA`) with a ``rollout`` column.
 
 A timeline is written whole: into a hidden folder beside it, renamed into place, so a reader
 never sees half of one, and an existing name is replaced only when asked. Names are short
@@ -38,6 +41,7 @@ from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments, describe_action
 from otelcar.replay.engine import RolloutSet
 from otelcar.replay.rollout_table import ROLLOUT_SCHEMA
+from otelcar.schema import STEPS_SCHEMA
 
 TIMELINE_VERSION = 1
 #: What a timeline may be called: a letter or digit, then letters, digits, ``.``, ``_``, ``-``.
@@ -45,6 +49,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SAFE_TRACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 INFO_FILE = "timeline.json"
 STEPS_FILE = "steps.parquet"
+TRACES_FILE = "traces.parquet"
 
 
 class TimelineError(OtelcarError):
@@ -83,12 +88,14 @@ def check_name(name: str) -> str:
 @dataclass(frozen=True)
 class RolloutRecord:
     """How one rollout of a timeline ended: its status (final | horizon | truncated |
-    failed | budget), its outcome (``failed``: None when not judged) and its error."""
+    failed | budget), its outcome (``failed``: None when not judged), its error, and whether
+    it made a trace of its own (``traces.parquet``)."""
 
     rollout: int
     status: str
     failed: bool | None
     error: str | None = None
+    own_trace: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +103,7 @@ class RolloutRecord:
             "status": self.status,
             "failed": self.failed,
             "error": self.error,
+            "own_trace": self.own_trace,
         }
 
 
@@ -170,7 +178,13 @@ class TimelineInfo:
             plan_text=str(data.get("plan_text") or ""),
             seed=int(data["seed"]),
             rollouts=[
-                RolloutRecord(int(r["rollout"]), str(r["status"]), r.get("failed"), r.get("error"))
+                RolloutRecord(
+                    int(r["rollout"]),
+                    str(r["status"]),
+                    r.get("failed"),
+                    r.get("error"),
+                    bool(r.get("own_trace", False)),
+                )
                 for r in data["rollouts"]
             ],
             policies={str(k): str(v) for k, v in (data.get("policies") or {}).items()},
@@ -250,10 +264,21 @@ class RunPath:
 
 @dataclass(frozen=True)
 class Timeline:
-    """A kept timeline: its :class:`TimelineInfo` and every rollout's steps."""
+    """A kept timeline: its :class:`TimelineInfo`, every rollout's steps and, where rollouts
+    made traces of their own, those traces' steps (``rollout`` column; ``None``: none)."""
 
     info: TimelineInfo
     steps: pl.DataFrame
+    traces: pl.DataFrame | None = None
+
+    def rollout_trace(self, index: int) -> pl.DataFrame | None:
+        """Rollout ``index``'s own trace (:data:`~otelcar.schema.STEPS_SCHEMA`), or ``None``
+        when it made none (the rebuilt agent; a live agent that sent no spans)."""
+        self.info.rollout(index)
+        if self.traces is None:
+            return None
+        found = self.traces.filter(pl.col("rollout") == index).drop("rollout")
+        return found if found.height else None
 
     def rollout_steps(self, index: int) -> pl.DataFrame:
         """The steps of rollout ``index`` (:data:`ROLLOUT_SCHEMA`)."""
@@ -339,7 +364,7 @@ def save_timeline(
         plan_text=result.plan.describe(),
         seed=seed,
         rollouts=[
-            RolloutRecord(r.index, r.status, failed, r.error)
+            RolloutRecord(r.index, r.status, failed, r.error, r.trace is not None)
             for r, failed in zip(result.rollouts, result.failures, strict=True)
         ],
         policies=dict(policies),
@@ -354,6 +379,13 @@ def save_timeline(
     partial.mkdir()
     try:
         result.steps().write_parquet(partial / STEPS_FILE)
+        traces = [
+            r.trace.with_columns(pl.lit(r.index, pl.Int64).alias("rollout"))
+            for r in result.rollouts
+            if r.trace is not None
+        ]
+        if traces:
+            pl.concat(traces, how="vertical").write_parquet(partial / TRACES_FILE)
         (partial / INFO_FILE).write_text(
             json.dumps(info.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
@@ -448,7 +480,18 @@ def load_timeline(store_root: str | Path, trace_id: str, name: str) -> Timeline:
     missing = [c for c in ROLLOUT_SCHEMA if c not in steps.columns]
     if missing:
         raise TimelineError(f"timeline {name!r} ({folder}): {STEPS_FILE} lacks {missing}")
-    return Timeline(info, steps)
+    traces = None
+    if (folder / TRACES_FILE).exists():
+        try:
+            traces = pl.read_parquet(folder / TRACES_FILE)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise TimelineError(
+                f"timeline {name!r} ({folder}): unreadable {TRACES_FILE}: {exc}"
+            ) from None
+        missing = [c for c in (*STEPS_SCHEMA, "rollout") if c not in traces.columns]
+        if missing:
+            raise TimelineError(f"timeline {name!r} ({folder}): {TRACES_FILE} lacks {missing}")
+    return Timeline(info, steps, traces)
 
 
 def delete_timeline(store_root: str | Path, trace_id: str, name: str) -> None:

@@ -24,6 +24,11 @@ def _info() -> dict[str, Any]:
             "status": {"enum": ["final", "horizon", "truncated", "failed", "budget", "running"]},
             "failed": _NULLABLE_BOOL,
             "error": _NULLABLE_STRING,
+            "own_trace": {
+                "type": "boolean",
+                "description": "the rollout made a trace of its own (a live rollout whose agent "
+                "sent its spans): `otelcar show TRACE --timeline NAME --rollout N --own-trace`",
+            },
         },
     }
     return {

@@ -39,14 +39,19 @@ from otelcar import __version__
 from otelcar.errors import OtelcarError, TraceNotFound
 from otelcar.replay import load_run
 from otelcar.replay.divergence import diff_kept
-from otelcar.replay.timelines import TimelineError, TimelineNotFound, timelines_document
+from otelcar.replay.timelines import (
+    TimelineError,
+    TimelineNotFound,
+    load_timeline,
+    timelines_document,
+)
 from otelcar.report import render_html
 from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceSource
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
-from otelcar.views import steps_view, trace_view
+from otelcar.views import own_trace_summary, steps_view, trace_view
 
 SCRIPT = resources.files("otelcar.ui").joinpath("templates/console.js").read_text("utf-8")
 CSP = (
@@ -197,6 +202,34 @@ def create_app(
             timeline_problems=kept.get("problems", []),
         )
 
+    async def rollout_trace(request: Request) -> Response:
+        """A kept live rollout's own trace (its agent's spans), shown as a trace is."""
+        if store_root is None:
+            raise HTTPException(404, "this console shows no timelines (no local store)")
+        with open_source() as source:
+            full = source.resolve(request.path_params["trace_id"])
+        name, index = request.path_params["name"], request.path_params["rollout"]
+        try:
+            own = load_timeline(store_root, full, name).rollout_trace(index)
+        except TimelineNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except TimelineError as exc:
+            raise HTTPException(400, str(exc)) from None
+        if own is None:
+            raise HTTPException(404, f"rollout {index} of timeline {name!r} made no trace")
+        steps = steps_view(own)
+        return page(
+            "trace.html",
+            title=f"rollout {name}#{index} of {full}",
+            trace=trace_view(own_trace_summary(own, f"{name}#{index}")),
+            steps=steps,
+            bars=_timeline(steps),
+            runs=[],
+            timelines=[],
+            timeline_problems=[],
+            rollout_of={"trace_id": full, "name": name, "rollout": index},
+        )
+
     async def timeline_diff(request: Request) -> Response:
         if store_root is None:
             raise HTTPException(404, "this console shows no timelines (no local store)")
@@ -280,6 +313,7 @@ def create_app(
             Route("/traces/{trace_id}", trace),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
             Route("/traces/{trace_id}/timelines/{name}", timeline_diff),
+            Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_trace),
             Route("/runs", runs),
             Route("/runs/{run_id}", run_page),
             Route("/runs/{run_id}/cancel", cancel, methods=["POST"]),
