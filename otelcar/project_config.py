@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import sys
 import tomllib
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -242,6 +243,23 @@ def load_config(path: str | Path | None = None) -> ProjectConfig:
     if data is None or path is None:
         return ProjectConfig()
     return parse_config(data, base_dir=path.resolve().parent, path=path)
+
+
+def with_agent_command(
+    config: ProjectConfig, command: str | Sequence[str], *, cwd: str | Path | None = None
+) -> ProjectConfig:
+    """``config`` with ``command`` as its agent (live replay, docs/live.md): what ``--agent
+    CMD`` and the MCP tools' ``agent`` argument mean. It replaces ``[agent] command`` and keeps
+    that table's ``cwd``, ``env``, ``timeout_s`` and ``concurrency``; without ``[agent]
+    command`` it runs in ``cwd`` (default: the current directory) with the defaults. Sets
+    ``config.agent_command`` and returns ``config``; a malformed command is an
+    :class:`~otelcar.live.agent.AgentError`."""
+    parsed = AgentCommand.parse(command, cwd=Path.cwd() if cwd is None else cwd)
+    kept = config.agent_command
+    config.agent_command = (
+        parsed if kept is None else replace(kept, argv=parsed.argv, cwd=kept.cwd or parsed.cwd)
+    )
+    return config
 
 
 def _read_toml(path: str | Path | None) -> tuple[dict[str, Any] | None, Path | None]:

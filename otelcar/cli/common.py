@@ -109,9 +109,8 @@ def run_and_config(
     the trace cannot have is a :class:`~otelcar.config_checks.ConfigMismatch`, raised before
     anything runs (:func:`otelcar.config_checks.check_config_fits`).
 
-    ``agent``: ``--agent CMD``, which replaces ``[agent] command`` (its ``cwd``, ``env``,
-    ``timeout_s`` and ``concurrency`` stay); with an agent command, rollouts run on the
-    user's agent, so ``executor`` (``--executor``) is refused."""
+    ``agent``: ``--agent CMD`` and ``executor``: ``--executor``, as :func:`use_agent` takes
+    them."""
     from otelcar.cli.options import apply_fail_if
     from otelcar.config_checks import check_config_fits
     from otelcar.project_config import load_config
@@ -120,23 +119,25 @@ def run_and_config(
     config = load_config(config_path)
     full_id, steps, _ = load_trace(ctx, trace_id, config.source)
     run = load_run(full_id, steps, config.agent)
+    use_agent(config, agent, executor)
+    apply_fail_if(config, fail_if, required=require_outcome)
+    check_config_fits(run, config)
+    return run, config, steps
+
+
+def use_agent(config: Any, agent: str | None, executor: str | None) -> None:
+    """``--agent CMD`` into ``config`` (:func:`otelcar.project_config.with_agent_command`:
+    it replaces ``[agent] command``, keeping its ``cwd``, ``env``, ``timeout_s`` and
+    ``concurrency``). With an agent command, rollouts run on the user's agent, so
+    ``executor`` (``--executor``) is refused."""
     if agent is not None:
-        from dataclasses import replace
+        from otelcar.project_config import with_agent_command
 
-        from otelcar.live.agent import AgentCommand
-
-        parsed = AgentCommand.parse(agent, cwd=Path.cwd())
-        kept = config.agent_command
-        config.agent_command = (
-            parsed if kept is None else replace(kept, argv=parsed.argv, cwd=kept.cwd or parsed.cwd)
-        )
+        with_agent_command(config, agent)
     if config.agent_command is not None and executor is not None:
         raise click.UsageError(
             "--agent (or [agent] command) runs every rollout on your agent: leave out --executor"
         )
-    apply_fail_if(config, fail_if, required=require_outcome)
-    check_config_fits(run, config)
-    return run, config, steps
 
 
 class LibraryError(click.ClickException):
