@@ -268,12 +268,14 @@ def load_run(
     steps: pl.DataFrame,
     agent: AgentDeclaration | None = None,
     live: Mapping[int, Mapping[str, Any]] | None = None,
+    *,
+    live_rollouts: bool = True,
 ) -> RecordedRun:
     """Build the recorded run of one trace from its steps table; ``agent``: the user's
     declaration of the agent's requests and structure (``[agent]`` in ``otelcar.toml``),
     checked against the trace here (:class:`~otelcar.replay.requests.RequestError`);
-    ``live``: what the live agent's requests carried, by step
-    (:func:`~otelcar.replay.requests.plan_requests`)."""
+    ``live``: what the live agent's requests carried, by step, and ``live_rollouts``:
+    whether the rollouts run on that agent (:func:`~otelcar.replay.requests.plan_requests`)."""
     rows = steps.sort("step").to_dicts()
     tools_by_call_step: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
@@ -338,7 +340,7 @@ def load_run(
     run.context_links()  # once, here: linear in the recorded messages, like the templates
     from otelcar.replay.requests import plan_requests
 
-    run._requests = plan_requests(run, agent, live)
+    run._requests = plan_requests(run, agent, live, live_rollouts=live_rollouts)
     return run
 
 

@@ -402,12 +402,18 @@ def plan_requests(
     run: RecordedRun,
     declared: AgentDeclaration | None = None,
     live: Mapping[int, Mapping[str, Any]] | None = None,
+    *,
+    live_rollouts: bool = True,
 ) -> RunRequests:
     """Settle every decision's request and the run's structure (module doc). ``live``: what
     the live agent's own requests carried, by recorded step (``tools``, ``tool_choice`` in
-    the steps table's form, ``params``; :meth:`otelcar.live.session.RolloutSession.captured`):
-    each part is then ``live``, below a declaration and above the recording. Raises
-    :class:`RequestError` when a declaration names a step, key or tool the trace lacks."""
+    the steps table's form, ``params``; :attr:`otelcar.live.check.LiveCheck.captured`):
+    each part is then ``live``, below a declaration and above the recording.
+    ``live_rollouts``: the rollouts run on that agent, whose own code ends each (an
+    undeclared structure is then ``live``); ``False`` for requests kept from an earlier live
+    check (:mod:`otelcar.live.kept`), replayed by the rebuilt agent, whose structure stays
+    detected. Raises :class:`RequestError` when a declaration names a step, key or tool the
+    trace lacks."""
     declared = declared or AgentDeclaration()
     live = live or {}
     structure = (
@@ -415,7 +421,7 @@ def plan_requests(
         if declared.structure
         else detect_structure(run)
     )
-    if live and structure.source == "inferred":
+    if live and live_rollouts and structure.source == "inferred":
         structure = Part(structure.value, "live", "the live agent's own code ends each rollout")
     catalogue = _Catalogue(run, declared)
     keys = decision_keys(run)
