@@ -10,7 +10,8 @@ the rollouts) and takes every other option of the library function as a keyword.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from otelcar.replay import Budget
 POLICY_CHECK_SAMPLES = 8
 
 if TYPE_CHECKING:
+    from otelcar.attribution.aggregate import TraceVerdict
     from otelcar.attribution.context.result import WhyResult
     from otelcar.attribution.fixes.result import FixResult
     from otelcar.attribution.steps.result import AttributionResult
@@ -233,6 +235,52 @@ async def fix_run(
         )
     result.notes[:0] = notes
     return result
+
+
+async def attribute_traces_run(
+    traces: Iterable[tuple[str, Any]],
+    config: ProjectConfig,
+    *,
+    budget: int | None = None,
+    seed: int | None = None,
+    on_trace: Callable[[Any], None] | None = None,
+    **options: Any,
+) -> list[TraceVerdict]:
+    """:func:`otelcar.attribution.aggregate.attribute_traces_async` of ``traces``
+    (``(trace_id, steps)`` pairs) with ``config``'s policies, outcome, ``[agent]``
+    declaration, concurrency and seed, and a budget of ``budget`` policy calls per trace
+    (default ``[replay] max_calls``; ``max_tokens`` too); ``options`` are its other keywords
+    (``rollouts``, ``max_rollouts``, ``confidence``, …).
+
+    With an agent command, each failing trace is prepared as :func:`attribute_run` prepares
+    one (:func:`live_ready`: the live check, and the requests the agent made) and its
+    rollouts run on the agent (:func:`live_rollouts`); a trace the agent does not reproduce
+    is ``skipped``, the check's refusal (its first difference) as the reason."""
+    from otelcar.attribution.aggregate import attribute_traces_async
+
+    settings = config.replay
+    with live_rollouts(config):
+        return await attribute_traces_async(
+            traces,
+            registry=config.registry,
+            outcome=config.outcome,  # type: ignore[arg-type]
+            agent=config.agent,
+            prepare=functools.partial(live_prepared, config=config, seed=settings.seed_or(seed)),
+            on_trace=on_trace,
+            max_calls=budget if budget is not None else settings.max_calls,
+            max_tokens=settings.max_tokens,
+            seed=settings.seed_or(seed),
+            concurrency=settings.concurrency,
+            **options,
+        )
+
+
+async def live_prepared(run: RecordedRun, *, config: ProjectConfig, seed: int) -> RecordedRun:
+    """The run :func:`live_ready` gives (``run`` itself without an agent command): the
+    per-trace preparation of :func:`attribute_traces_run`, a module-level function so that a
+    whole attribution can be sent to a worker."""
+    ready, _ = await live_ready(run, config, seed=seed)
+    return ready
 
 
 def step_arg(value: str) -> int | str:

@@ -33,9 +33,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from scipy import stats
@@ -49,6 +49,14 @@ from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.requests import AgentDeclaration
 from otelcar.sync import synchronous
+
+if TYPE_CHECKING:
+    from otelcar.replay.recorded import RecordedRun
+
+#: A per-trace preparation of the recorded run before it is attributed (``prepare`` of
+#: :func:`attribute_traces_async`): it returns the run to attribute, or raises an
+#: :class:`~otelcar.errors.OtelcarError` that skips the trace with its message as the reason.
+Prepare = Callable[["RecordedRun"], Awaitable["RecordedRun"]]
 
 AGGREGATE_VERSION = 1
 CLASSES = ("design flaw", "suspect", "bad luck", "not blamed")
@@ -174,13 +182,15 @@ async def attribute_trace(
     budget: tuple[int | None, int | None],
     options: dict[str, Any],
     agent: AgentDeclaration | None = None,
+    prepare: Prepare | None = None,
 ) -> TraceVerdict:
     """The verdict on one trace: ``passed`` when its recording does not fail under
     ``outcome`` (no policy call spent), ``skipped`` with the reason when it cannot be
     attributed, else attributed with a fresh ``Budget(*budget)``; ``agent``: the user's
     declaration of the agent's requests (a declaration that does not fit the trace skips it,
-    with the reason). A module-level coroutine function, so that an executor can run it on a
-    worker."""
+    with the reason); ``prepare``: what the run goes through before it is attributed, only
+    when the recording fails (an error it raises skips the trace, with the reason). A
+    module-level coroutine function, so that an executor can run it on a worker."""
     from otelcar.replay.harness import Budget
     from otelcar.replay.recorded import load_run
 
@@ -192,6 +202,8 @@ async def attribute_trace(
         return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
     try:
         run = load_run(trace_id, steps, agent)
+        if prepare is not None:
+            run = await prepare(run)
         result = await attribute_async(
             run, registry=registry, outcome=outcome, budget=Budget(*budget), **options
         )
@@ -211,6 +223,7 @@ async def attribute_traces_async(
     executor: Executor | None = None,
     trace_tasks: bool | None = None,
     agent: AgentDeclaration | None = None,
+    prepare: Prepare | None = None,
     **options: Any,
 ) -> list[TraceVerdict]:
     """Attribute every failing trace of ``traces`` (``(trace_id, steps)`` pairs) with
@@ -218,6 +231,9 @@ async def attribute_traces_async(
     is called as each is done. ``max_calls``/``max_tokens``: a budget per trace.
     ``agent``: the user's declaration of the agent (``[agent]``; address decisions by key or
     agent, which hold across traces, rather than by step).
+    ``prepare``: each failing trace's run goes through it before it is attributed (an
+    :class:`~otelcar.errors.OtelcarError` it raises skips that trace with the reason;
+    :func:`otelcar.analyses.attribute_traces_run` checks each trace's live replay there).
     ``options`` go to :func:`attribute_async` on every trace; one it does not take is a
     :class:`TypeError` before any trace is read (:func:`attribution_options`).
 
@@ -225,8 +241,8 @@ async def attribute_traces_async(
     its ``trace_concurrency`` traces are attributed at once (one at a time locally; enough to
     keep a Ray cluster busy); the traces are read from ``traces`` only as they are started.
     ``trace_tasks`` (default: the executor's ``trace_tasks``): send each whole attribution to
-    the executor as one task (its rollouts then run where it runs, and ``options`` must be
-    picklable) instead of sending the rollouts one by one (``docs/ray.md``)."""
+    the executor as one task (its rollouts then run where it runs, and ``options`` and
+    ``prepare`` must be picklable) instead of sending the rollouts one by one (``docs/ray.md``)."""
     options = attribution_options(options)
     executor = executor or current_executor()
     if trace_tasks is None:
@@ -238,11 +254,19 @@ async def attribute_traces_async(
         try:
             if trace_tasks:
                 verdict = await executor.call(
-                    attribute_trace, trace_id, steps, registry, outcome, budget, options, agent
+                    attribute_trace,
+                    trace_id,
+                    steps,
+                    registry,
+                    outcome,
+                    budget,
+                    options,
+                    agent,
+                    prepare,
                 )
             else:
                 verdict = await attribute_trace(
-                    trace_id, steps, registry, outcome, budget, options, agent
+                    trace_id, steps, registry, outcome, budget, options, agent, prepare
                 )
         except WorkerLost as exc:  # reported, not dropped
             verdict = TraceVerdict(trace_id, "skipped", reason=str(exc))

@@ -25,6 +25,13 @@ from otelcar.cli.options import config_option
     help="Most policy calls one attribute/why/fix run may spend (a ceiling over the "
     "tools' max_calls and [replay] max_calls).",
 )
+@click.option(
+    "--allow-agent",
+    is_flag=True,
+    help="With --http: let attribute/why/fix requests name an agent command (their agent "
+    "argument: live replay, run as this user). Over stdio the client that started the server "
+    "may always.",
+)
 @config_option("otelcar.toml with the policies and the outcome (default: ./otelcar.toml).")
 @click.pass_context
 def mcp_command(
@@ -32,14 +39,18 @@ def mcp_command(
     use_http: bool,
     port: int,
     max_calls: int | None,
+    allow_agent: bool,
     config_path: Path | None,
 ) -> None:
     """Model Context Protocol server for coding agents: list, search and show traces, run
     attribute/why/fix with budgets and progress, read kept results.
 
     On stdio by default (stdout is protocol only; logs go to stderr); --http serves
-    http://127.0.0.1:PORT/mcp. Runs call the policies of otelcar.toml, which may call models.
+    http://127.0.0.1:PORT/mcp. Runs call the policies of otelcar.toml, which may call models;
+    a run given an agent command (or [agent] command) runs that agent (docs/live.md).
     """
+    if allow_agent and not use_http:
+        raise click.UsageError("--allow-agent is for --http (over stdio a request may always)")
     try:
         from otelcar.mcp.server import build_server
     except ImportError as exc:
@@ -51,7 +62,9 @@ def mcp_command(
     from otelcar.project_config import load_config
 
     load_config(config_path)  # a broken otelcar.toml is an error now, not at the first run
-    context = RunContext(ctx.obj["store"], config_path, max_calls)
+    context = RunContext(
+        ctx.obj["store"], config_path, max_calls, agent_commands=allow_agent or not use_http
+    )
     server = build_server(context)
     if use_http:
         serve_http(server, port=port)

@@ -173,24 +173,27 @@ def aggregate_command(
 
     Without TRACE_IDS every trace in the store is considered (narrow with --service, --since,
     --limit); traces whose recording does not fail are counted as passed.
+
+    With --agent CMD (or [agent] command), live replay (docs/live.md): each failing trace is
+    first replayed on your agent with the recorded answers, and attributed with its rollouts
+    on your agent only when the agent makes every recorded request again; a trace it does not
+    reproduce is counted as skipped, with the first difference as the reason.
     """
-    if agent is not None:
-        raise click.UsageError(
-            "aggregate does not run live replay yet: attribute one trace with "
-            "otelcar attribute TRACE --agent CMD"
-        )
     import polars as pl
 
-    from otelcar.attribution.aggregate import aggregate, attribute_traces
+    from otelcar.analyses import attribute_traces_run
+    from otelcar.attribution.aggregate import aggregate
     from otelcar.cli.common import console as _console
     from otelcar.cli.common import open_store as _store
-    from otelcar.cli.common import stderr_progress
+    from otelcar.cli.common import stderr_progress, use_agent
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
     from otelcar.report.terminal import aggregate_report
+    from otelcar.sync import run_sync
 
     store = _store(ctx)
     config = load_config(config_path)
+    use_agent(config, agent, executor)
     apply_fail_if(config, fail_if, required=True)
     traces = store.traces()
     if trace_ids:
@@ -229,19 +232,17 @@ def aggregate_command(
                 what = f"{verdict.status}: {verdict.reason}"
             log.print(f"{verdict.trace_id[:12]}  {what}", markup=False, highlight=False)
 
-        verdicts = attribute_traces(
-            ((tid, store.steps(tid)) for tid in ids),
-            registry=config.registry,
-            outcome=config.outcome,
-            agent=config.agent,
-            on_trace=on_trace,
-            max_calls=budget if budget is not None else settings.max_calls,
-            max_tokens=settings.max_tokens,
-            confidence=confidence,
-            rollouts=rollouts,
-            max_rollouts=max_rollouts,
-            seed=seed if seed is not None else settings.seed,
-            concurrency=settings.concurrency,
+        verdicts = run_sync(
+            attribute_traces_run(
+                ((tid, store.steps(tid)) for tid in ids),
+                config,
+                budget=budget,
+                seed=seed,
+                on_trace=on_trace,
+                confidence=confidence,
+                rollouts=rollouts,
+                max_rollouts=max_rollouts,
+            )
         )
     result = aggregate(verdicts, confidence=confidence, service=service, since=since)
     document = result.to_dict()

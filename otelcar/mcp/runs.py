@@ -3,7 +3,8 @@
 The same analyses as ``otelcar attribute``/``why``/``fix`` and the web console
 (:mod:`otelcar.analyses`), with the project's ``otelcar.toml`` (policies, outcome,
 ``[replay]`` settings and budget) read afresh for every run, and progress reported while
-they run: rollouts (or re-decisions) done and policy calls spent so far.
+they run: rollouts (or re-decisions) done and policy calls spent so far. A run's ``agent``
+(a command line) is ``--agent CMD``: live replay on the user's agent (docs/live.md).
 
 Each run goes on a worker thread with an event loop of its own (:func:`in_worker`), so a
 synchronous policy or a long computation never stalls the server; a request the client
@@ -29,17 +30,20 @@ SendProgress = Callable[[int, str], Awaitable[None]]
 
 
 class RunError(OtelcarError):
-    """A run cannot start: its budget is over the server's ceiling, or it needs an outcome."""
+    """A run cannot start: its budget is over the server's ceiling, it needs an outcome, or
+    it names an agent command where this server takes none."""
 
 
 @dataclass
 class RunContext:
-    """What every run of one server shares: where traces are, which ``otelcar.toml``, and
-    the most policy calls one run may spend (``None``: only ``[replay] max_calls`` bounds)."""
+    """What every run of one server shares: where traces are, which ``otelcar.toml``, the
+    most policy calls one run may spend (``None``: only ``[replay] max_calls`` bounds), and
+    whether a run may name an agent command to run (``agent``: live replay)."""
 
     store_root: Path
     config_path: Path | None = None
     max_calls_ceiling: int | None = None
+    agent_commands: bool = True
 
     def config(self) -> ProjectConfig:
         """The project config, read now (edits to ``otelcar.toml`` apply to the next run)."""
@@ -111,14 +115,27 @@ class Ticker:
         await self.flush()
 
 
-def _prepare(ctx: RunContext, trace_id: str, max_calls: int | None) -> tuple[Any, Any, Any]:
+def _prepare(
+    ctx: RunContext, trace_id: str, max_calls: int | None, agent: str | None = None
+) -> tuple[Any, Any, Any]:
     """``(recorded run, config, environment)`` of a run on ``trace_id``; a config that does
     not fit the trace is a :class:`~otelcar.config_checks.ConfigMismatch`
-    (:func:`otelcar.config_checks.check_config_fits`)."""
+    (:func:`otelcar.config_checks.check_config_fits`). ``agent``: a command line that
+    replaces ``[agent] command`` as ``--agent CMD`` does
+    (:func:`~otelcar.project_config.with_agent_command`); a :class:`RunError` where the
+    server takes none."""
     from otelcar.config_checks import check_config_fits
+    from otelcar.project_config import with_agent_command
     from otelcar.replay import Environment, load_run
 
     config = ctx.config()
+    if agent is not None:
+        if not ctx.agent_commands:
+            raise RunError(
+                "this server runs no agent command of a request (otelcar mcp --http "
+                "--allow-agent takes them; [agent] command in otelcar.toml applies anyway)"
+            )
+        with_agent_command(config, agent)
     budget = config.replay.budget(ctx.budget_calls(config, max_calls))
     with ctx.open_source(config) as source:
         loaded = source.load(trace_id)
@@ -183,16 +200,19 @@ async def attribute_trace(
     refute: bool = True,
     max_calls: int | None = None,
     seed: int | None = None,
+    agent: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Which step caused the failure (``otelcar attribute``): ``(full trace id, result as
-    schemas/attribution.schema.json)``. Needs ``[outcome]`` in the config."""
+    schemas/attribution.schema.json)``. Needs ``[outcome]`` in the config. ``agent``: live
+    replay on that command (as ``--agent CMD``); the live check's headline is among the
+    result's notes."""
     from otelcar.analyses import attribute_run
 
     live = Live()
     ticker = Ticker(send, "rollouts", live.calls)
 
     async def work() -> tuple[str, dict[str, Any]]:
-        run, config, env = _prepare(ctx, trace_id, max_calls)
+        run, config, env = _prepare(ctx, trace_id, max_calls, agent)
         if config.outcome is None:
             raise ConfigError(
                 f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as "
@@ -231,6 +251,7 @@ async def why_trace(
     alpha: float = 0.05,
     max_calls: int | None = None,
     seed: int | None = None,
+    agent: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Which text of a decision's context made the agent take it (``otelcar why``):
     ``(full trace id, result as schemas/why.schema.json)``."""
@@ -240,7 +261,7 @@ async def why_trace(
     ticker = Ticker(send, "re-decisions", live.calls)
 
     async def work() -> tuple[str, dict[str, Any]]:
-        run, config, env = _prepare(ctx, trace_id, max_calls)
+        run, config, env = _prepare(ctx, trace_id, max_calls, agent)
         with config.replay.executor_scope():
             result = await why_run(
                 run,
@@ -275,6 +296,7 @@ async def fix_trace(
     alpha: float = 0.05,
     max_calls: int | None = None,
     seed: int | None = None,
+    agent: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Candidate fixes of a decision, validated on its failed context (``otelcar fix``):
     ``(full trace id, result as schemas/fix.schema.json)``."""
@@ -284,7 +306,7 @@ async def fix_trace(
     ticker = Ticker(send, "re-decisions", live.calls)
 
     async def work() -> tuple[str, dict[str, Any]]:
-        run, config, env = _prepare(ctx, trace_id, max_calls)
+        run, config, env = _prepare(ctx, trace_id, max_calls, agent)
         with config.replay.executor_scope():
             result = await fix_run(
                 run,
