@@ -318,3 +318,68 @@ def test_many_concurrent_connections_are_all_answered(receiver):
     assert receiver.stats.requests == statuses.count(200)
     response, _ = _post(receiver.http_port, TRACE_PB)
     assert response.status == 200
+
+
+def _pieces(body: bytes, size: int = 700):
+    return (body[i : i + size] for i in range(0, len(body), size))
+
+
+def test_http_chunked_bodies_are_read_whole_plain_and_gzip(receiver):
+    """``Transfer-Encoding: chunked`` (what the OpenTelemetry JavaScript exporters send): the
+    chunks make the body, gzip or not, and the connection serves the next request."""
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.http_port, timeout=30)
+    for body, headers in (
+        (TRACE_PB, {}),
+        (gzip.compress(TRACE_PB), {"Content-Encoding": "gzip"}),
+    ):
+        connection.request(
+            "POST",
+            "/v1/traces",
+            body=_pieces(body),
+            headers={"Content-Type": "application/x-protobuf", **headers},
+            encode_chunked=True,
+        )
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200
+    connection.close()
+    assert receiver.stats.requests == 2
+    _wait_for(lambda: NEW_CONTENT in receiver.sink.traces()["trace_id"].to_list())
+    assert receiver.sink.steps(NEW_CONTENT).height == 7
+
+
+@pytest.mark.parametrize(
+    ("chunks", "status", "fragment"),
+    [
+        (b"zz\r\nabc\r\n0\r\n\r\n", 400, "bad chunk size line"),
+        (b"3\r\nabcdef\r\n0\r\n\r\n", 400, "not followed by CRLF"),
+        (b"300000\r\n", 413, "at least 3145728 bytes exceeds"),
+        (b"5\r\nab", None, "the client stops sending mid-chunk: nothing stored, no answer"),
+    ],
+)
+def test_http_bad_chunked_bodies_get_the_right_status(tmp_path, chunks, status, fragment):
+    small = Receiver(
+        Store(tmp_path / "s"),
+        ReceiverConfig(grpc_port=None, http_port=0, max_request_bytes=2 * 1024 * 1024),
+    )
+    small.start()
+    try:
+        with socket.create_connection(("127.0.0.1", small.http_port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n" + chunks
+            )
+            if status is None:
+                sock.shutdown(socket.SHUT_WR)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        if status is None:
+            assert answer == b""
+        else:
+            assert answer.startswith(f"HTTP/1.1 {status}".encode()), answer[:200]
+            assert fragment.encode() in answer, answer
+        ok, _ = _post(small.http_port, TRACE_PB)  # and it keeps serving
+        assert ok.status == 200
+    finally:
+        small.stop()

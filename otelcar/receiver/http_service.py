@@ -1,10 +1,11 @@
 """OTLP/HTTP: ``POST /v1/traces`` and ``/v1/logs``, protobuf or JSON, optionally gzip.
 
-Status codes: 200 (with ``partial_success`` when items were rejected), 400 undecodable body,
-404 unknown path, 405 other methods, 408 a request not sent whole within its deadline, 411 no
-Content-Length, 413 body (or its decompressed form) over the limit, 415 unsupported content
-type or encoding, 503 with ``Retry-After`` when the writer is behind, too many requests are in
-flight, too many connections are open, or the receiver is stopping. Every error body is a
+Status codes: 200 (with ``partial_success`` when items were rejected), 400 undecodable body, 404
+unknown path, 405 other methods, 408 a request not sent whole within its deadline, 411 neither a
+Content-Length nor a chunked body (``Transfer-Encoding: chunked``, what the OpenTelemetry
+JavaScript exporters send), 413 body (or its decompressed form) over the limit, 415 unsupported
+content type or encoding, 503 with ``Retry-After`` when the writer is behind, too many requests
+are in flight, too many connections are open, or the receiver is stopping. Every error body is a
 ``google.rpc.Status`` in the request's encoding.
 
 A connection holds no permit while its client sends (see :mod:`otelcar.receiver.connections`):
@@ -38,6 +39,8 @@ RETRY_AFTER_S = 1
 # A refused (too large) body is still read, up to this, so the client can read the 413.
 DISCARD_MAX_BYTES = 64 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
+#: The longest chunk-size line (hex size and extensions) or trailer line of a chunked body.
+MAX_CHUNK_LINE = 4096
 # gRPC status codes used in google.rpc.Status bodies.
 INVALID_ARGUMENT, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE = 3, 4, 8, 14
 
@@ -219,27 +222,32 @@ class _Handler(BaseHTTPRequestHandler):
                 "use application/x-protobuf or application/json",
             )
             return
-        length_header = self.headers.get("Content-Length")
-        if length_header is None or not length_header.isdigit():
-            self.close_connection = True
-            self._error(411, INVALID_ARGUMENT, "Content-Length is required", encoding)
-            return
-        length = int(length_header)
         limit = self.server.max_body_bytes
-        if length > limit:
-            self.close_connection = True  # the body is not kept: the connection is spent
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        length_header = self.headers.get("Content-Length")
+        if chunked:
+            body = self._read_chunked(encoding, limit)
+            if body is None:
+                return
+        elif length_header is None or not length_header.isdigit():
+            self.close_connection = True
             self._error(
-                413,
-                RESOURCE_EXHAUSTED,
-                f"body of {length} bytes exceeds the limit of {limit} bytes "
-                "(otelcar collect --max-request-bytes)",
+                411,
+                INVALID_ARGUMENT,
+                "Content-Length (or Transfer-Encoding: chunked) is required",
                 encoding,
             )
+            return
+        elif int(length_header) > limit:
+            length = int(length_header)
+            self.close_connection = True  # the body is not kept: the connection is spent
+            self._error(*self._over(length, limit), encoding)
             self._discard_body(length)
             return
-        body = self._read_body(length, encoding)
-        if body is None:
-            return
+        else:
+            body = self._read_body(int(length_header), encoding)
+            if body is None:
+                return
         peer = self.client_address[0]
         try:
             if not self.server.permits.try_acquire(peer):
@@ -261,13 +269,97 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.connections.unbuffer(len(body))
 
-    def _read_body(self, length: int, encoding: str) -> bytes | None:
-        """The whole body, read under the connection's deadline (extended as bytes arrive)
-        and within the receiver's memory budget; ``None`` when it was answered instead."""
+    def _read_chunked(self, encoding: str, limit: int) -> bytes | None:
+        """A ``Transfer-Encoding: chunked`` body, whole: each chunk read as a body of its
+        size (:meth:`_read_body`: the same deadline, memory budget and answers), at most
+        ``limit`` bytes in all (413 beyond: the connection is closed, the rest unread), the
+        trailers read and dropped. ``None`` when it was answered instead."""
         connections, conn = self.server.connections, self.conn
         assert conn is not None
         started = time.monotonic()
-        connections.extend(conn, connections.deadlines.body_deadline(started, 0))
+        parts: list[bytes] = []
+        got = 0
+
+        def give_up(code: int, status: int, message: str) -> None:
+            connections.unbuffer(got)
+            self.close_connection = True
+            self._error(code, status, message, encoding)
+
+        while True:
+            connections.extend(conn, connections.deadlines.body_deadline(started, got))
+            line = self._chunk_line()
+            if line is None:
+                give_up(*self._cut_short(started, got))
+                return None
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                give_up(400, INVALID_ARGUMENT, f"bad chunk size line {line[:40]!r}")
+                return None
+            if size < 0:
+                give_up(400, INVALID_ARGUMENT, f"bad chunk size line {line[:40]!r}")
+                return None
+            if size == 0:
+                break
+            if got + size > limit:
+                give_up(*self._over(got + size, limit, at_least=True))
+                return None
+            part = self._read_body(size, encoding, started=started, before=got)
+            if part is None:
+                connections.unbuffer(got)
+                return None
+            parts.append(part)
+            got += size
+            if self._chunk_line() != b"":  # the CRLF that ends the chunk's data
+                give_up(400, INVALID_ARGUMENT, "a chunk's data is not followed by CRLF")
+                return None
+        while True:  # trailers, up to the empty line
+            trailer = self._chunk_line()
+            if trailer is None:
+                give_up(*self._cut_short(started, got))
+                return None
+            if trailer == b"":
+                return b"".join(parts)
+
+    def _chunk_line(self) -> bytes | None:
+        """One line of a chunked body without its line end (``None``: the client is gone, or
+        the line is longer than :data:`MAX_CHUNK_LINE`)."""
+        try:
+            line = self.rfile.readline(MAX_CHUNK_LINE + 2)
+        except OSError:
+            return None
+        if not line.endswith(b"\n"):
+            return None
+        return line.rstrip(b"\r\n")
+
+    def _over(self, length: int, limit: int, *, at_least: bool = False) -> tuple[int, int, str]:
+        """The 413 answer to a body of ``length`` bytes (``at_least``: so far) over ``limit``."""
+        return (
+            413,
+            RESOURCE_EXHAUSTED,
+            f"body of {'at least ' if at_least else ''}{length} bytes exceeds the limit of "
+            f"{limit} bytes (otelcar collect --max-request-bytes)",
+        )
+
+    def _cut_short(self, started: float, got: int) -> tuple[int, int, str]:
+        return (
+            408 if self.conn is not None and self.conn.expired else 400,
+            DEADLINE_EXCEEDED if self.conn is not None and self.conn.expired else INVALID_ARGUMENT,
+            f"the chunked body ended unfinished after {got} bytes in "
+            f"{time.monotonic() - started:.1f} s",
+        )
+
+    def _read_body(
+        self, length: int, encoding: str, *, started: float | None = None, before: int = 0
+    ) -> bytes | None:
+        """The whole body (or one chunk of a chunked body: ``started`` is when the body
+        began, ``before`` its bytes read so far), read under the connection's deadline
+        (extended as bytes arrive) and within the receiver's memory budget; ``None`` when
+        it was answered instead."""
+        connections, conn = self.server.connections, self.conn
+        assert conn is not None
+        started = time.monotonic() if started is None else started
+        connections.extend(conn, connections.deadlines.body_deadline(started, before))
         chunks: list[bytes] = []
         got = 0
         while got < length:
@@ -292,7 +384,7 @@ class _Handler(BaseHTTPRequestHandler):
                 break
             chunks.append(chunk)
             got += len(chunk)
-            connections.extend(conn, connections.deadlines.body_deadline(started, got))
+            connections.extend(conn, connections.deadlines.body_deadline(started, before + got))
         if got < length:
             connections.unbuffer(got)
             self.close_connection = True
