@@ -243,6 +243,8 @@ def test_a_held_live_replay_of_the_streaming_node_agent_makes_every_request(
     assert check.made == run.horizon and check.recorded_failed and check.replayed_failed
     # OpenInference's JS instrumentation records the tools too: the agent offered the same
     assert [r.tools for r in check.requests] == [["lookup_order", "issue_refund", "escalate"]] * 3
+    # its JS OTLP exporter (chunked HTTP) sent the rollout's own trace, which was judged
+    assert check.judged_on == "trace", check.headline()
 
 
 def test_a_live_resample_sends_the_policy_the_node_agents_own_tools(recorded: Recorded) -> None:

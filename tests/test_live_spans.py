@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otelcar.live import AgentCommand, LiveExecutor
 from otelcar.live.check import check_live
-from otelcar.live.spans import RolloutTraces
+from otelcar.live.spans import RolloutTrace
 from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import Environment, Plan, Resample, run_plan
@@ -39,11 +39,9 @@ from tests.test_live import Seeing
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _export(exporter: Any, token: str, names: list[str]) -> None:
+def _export(exporter: Any, names: list[str], resource: dict[str, str] | None = None) -> None:
     """One trace per name: a root span with one GenAI chat span under it."""
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": "agent", "otelcar.rollout": token})
-    )
+    provider = TracerProvider(resource=Resource.create(resource or {"service.name": "agent"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
     for name in names:
@@ -54,43 +52,50 @@ def _export(exporter: Any, token: str, names: list[str]) -> None:
     provider.shutdown()
 
 
-def test_each_rollouts_spans_are_found_by_its_token_over_http_and_grpc() -> None:
-    with RolloutTraces() as traces:
-        http = traces.environment({})
-        grpc = traces.environment({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+def test_each_rollout_receives_its_own_spans_over_http_or_grpc() -> None:
+    """Two rollouts' receivers: each keeps what was sent to it, over the transport the
+    agent's environment chose, with no resource attribute needed to tell them apart."""
+    one, two = RolloutTrace(), RolloutTrace()
+    one.start()
+    two.start()
+    try:
+        http = one.environment({})
+        grpc = two.environment({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
         assert http["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/protobuf"
         assert http["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].endswith("/v1/traces")
-        assert grpc["OTEL_EXPORTER_OTLP_ENDPOINT"] == http["OTELCAR_OTLP_GRPC_ENDPOINT"]
+        assert grpc["OTEL_EXPORTER_OTLP_ENDPOINT"] == grpc["OTELCAR_OTLP_GRPC_ENDPOINT"]
         assert "OTEL_EXPORTER_OTLP_PROTOCOL" not in grpc  # the agent's own choice stays
-        _export(OTLPSpanExporter(endpoint=http["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]), "a", ["x"])
+        _export(OTLPSpanExporter(endpoint=http["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]), ["x"])
         _export(
             GrpcSpanExporter(endpoint=grpc["OTEL_EXPORTER_OTLP_ENDPOINT"], insecure=True),
-            "b",
             ["first", "second"],
         )
-        one, two = traces.steps_of("a"), traces.steps_of("b")
-        assert traces.steps_of("nobody") is None
-    assert one is not None and two is not None
-    assert one["trace_id"].n_unique() == 1 and two["trace_id"].n_unique() == 2
-    assert set(one["trace_id"]).isdisjoint(two["trace_id"])
+        first, second = one.steps(), two.steps()
+    finally:
+        one.stop()
+        two.stop()
+    assert first is not None and second is not None
+    assert first["trace_id"].n_unique() == 1 and second["trace_id"].n_unique() == 2
+    assert set(first["trace_id"]).isdisjoint(second["trace_id"])
     # two traces of one rollout: one after the other, steps numbered on
-    assert two["step"].to_list() == list(range(two.height))
-    assert two.filter(two["kind"] == "llm").height == 2
+    assert second["step"].to_list() == list(range(second.height))
+    assert second.filter(second["kind"] == "llm").height == 2
 
 
 def test_a_rollout_whose_spans_hold_no_step_of_the_run_has_no_trace() -> None:
-    with RolloutTraces() as traces:
-        env = traces.environment({})
-        provider = TracerProvider(resource=Resource.create({"otelcar.rollout": "c"}))
-        provider.add_span_processor(
-            SimpleSpanProcessor(
-                OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
-            )
-        )
+    own = RolloutTrace()
+    own.start()
+    try:
+        env = own.environment({})
+        provider = TracerProvider()
+        exporter = OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
         with provider.get_tracer("t").start_as_current_span("GET /health"):
             pass
         provider.shutdown()
-        assert traces.steps_of("c") is None  # nothing to judge: not an empty "pass"
+        assert own.steps() is None  # nothing to judge: not an empty "pass"
+    finally:
+        own.stop()
 
 
 def traced(agent: str, **options: Any) -> AgentCommand:

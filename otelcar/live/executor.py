@@ -3,10 +3,10 @@
 :class:`LiveExecutor` implements the replay's :class:`~otelcar.replay.execution.Executor`, so
 ``attribute``, ``why``, ``fix``, ``rollout`` and ``aggregate`` run their rollouts on the
 user's own agent through the one seam they already use, with no live branch in any of them.
-For a batch of rollouts it starts the model endpoint (:mod:`otelcar.live.endpoint`) and the
-receiver of the rollouts' own spans (:mod:`otelcar.live.spans`) on this event loop, and for
-each rollout a :class:`~otelcar.live.session.RolloutSession` that plays the plan and one run
-of the agent (:mod:`otelcar.live.agent`) pointed at both, at most ``concurrency`` at once.
+For a batch of rollouts it starts the model endpoint (:mod:`otelcar.live.endpoint`) on this
+event loop, and for each rollout a :class:`~otelcar.live.session.RolloutSession` that plays
+the plan, a receiver of its own spans (:mod:`otelcar.live.spans`) and one run of the agent
+(:mod:`otelcar.live.agent`) pointed at both, at most ``concurrency`` at once.
 
 A rollout whose agent exits 0 is ``final``. Its own trace — the spans its agent sent, built
 into a steps table as an imported trace is — is its :attr:`~otelcar.replay.harness.Rollout.trace`
@@ -27,7 +27,7 @@ from typing import Any
 from otelcar.live.agent import AgentCommand, agent_environment, run_agent
 from otelcar.live.endpoint import ModelEndpoint
 from otelcar.live.session import RolloutSession
-from otelcar.live.spans import RolloutTraces
+from otelcar.live.spans import RolloutTrace
 from otelcar.outcome import Outcome
 from otelcar.policies.base import PolicyUnavailable
 from otelcar.replay.execution import Judged
@@ -78,14 +78,11 @@ class LiveExecutor:
     ) -> list[Judged]:
         del concurrency  # the agent's own: [agent] concurrency
         gate = asyncio.Semaphore(self.command.concurrency)
-        with ModelEndpoint(asyncio.get_running_loop()) as endpoint, RolloutTraces() as traces:
-            telemetry = traces.environment(agent_environment(self.command))
+        with ModelEndpoint(asyncio.get_running_loop()) as endpoint:
 
             async def one(index: int) -> Judged:
                 async with gate:
-                    judged = await self._one(
-                        run, plan, env, endpoint, traces, telemetry, index, seed, outcome
-                    )
+                    judged = await self._one(run, plan, env, endpoint, index, seed, outcome)
                 if on_rollout is not None:
                     on_rollout(judged.rollout)
                 return judged
@@ -98,14 +95,14 @@ class LiveExecutor:
         plan: Plan,
         env: Environment,
         endpoint: ModelEndpoint,
-        traces: RolloutTraces,
-        telemetry: dict[str, str],
         index: int,
         seed: int,
         outcome: Outcome | None,
     ) -> Judged:
         session = RolloutSession(run, plan, env, index, seed, endpoint.new_token())
         base_url = endpoint.open(session)
+        own = RolloutTrace()
+        await asyncio.to_thread(own.start)
         try:
             ran = await run_agent(
                 self.command,
@@ -115,10 +112,12 @@ class LiveExecutor:
                 trace_id=run.trace_id,
                 input_text=first_input(run),
                 token=session.token,
-                telemetry=telemetry,
+                telemetry=own.environment(agent_environment(self.command)),
             )
+            trace = await asyncio.to_thread(own.steps)
         finally:
             errors = endpoint.close_session(session.token)
+            await asyncio.to_thread(own.stop)
         self.sessions.append(session)
         for error in errors:
             if isinstance(error, PolicyUnavailable):
@@ -136,7 +135,7 @@ class LiveExecutor:
             detail = f" (stderr: …{tail[-300:]})" if tail and errors else ""
             return Judged(session.rollout_record("failed", problem + detail), None)
         rollout = session.rollout_record("final")
-        rollout.trace = await asyncio.to_thread(traces.steps_of, session.token)
+        rollout.trace = trace
         failed = None
         if outcome is not None:
             self.judged_on["trace" if rollout.trace is not None else "requests"] += 1

@@ -1,15 +1,18 @@
 """A live rollout's own trace: the agent's spans, received by otelcar (DESIGN.md §5b).
 
-While live rollouts run, :class:`RolloutTraces` is an OTLP receiver (:mod:`otelcar.receiver`,
-the same one ``otelcar collect`` runs) on 127.0.0.1, on free ports, writing into memory. Each
-agent run is pointed at it (:meth:`RolloutTraces.environment`): ``OTEL_EXPORTER_OTLP_ENDPOINT``
+Each live rollout gets an OTLP receiver of its own (:class:`RolloutTrace`: the receiver
+``otelcar collect`` runs, :mod:`otelcar.receiver`, on 127.0.0.1, on free ports, writing into
+memory), so whatever arrives there is that rollout's, whether or not the agent's spans carry
+the ``otelcar.rollout`` resource attribute (:mod:`otelcar.live.agent` adds it to
+``OTEL_RESOURCE_ATTRIBUTES``, but an agent that sets its resource in code drops it).
+
+The agent run is pointed at it (:meth:`RolloutTrace.environment`): ``OTEL_EXPORTER_OTLP_ENDPOINT``
 (and ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``…_LOGS_ENDPOINT``, the per-signal forms some
-exporters read first) names the HTTP port, with ``OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf``,
+exporters read first) name the HTTP port, with ``OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf``,
 unless the agent's environment already asks for gRPC (``OTEL_EXPORTER_OTLP_PROTOCOL=grpc``):
-then the gRPC port. ``OTELCAR_OTLP_HTTP_ENDPOINT`` and ``OTELCAR_OTLP_GRPC_ENDPOINT`` name both,
-for an agent that builds its exporter in code. The agent's resource carries
-``otelcar.rollout=<token>`` (:mod:`otelcar.live.agent`), so :meth:`RolloutTraces.steps_of`
-finds its traces among every rollout's.
+then the gRPC port. They replace the user's own, so a rollout's spans never reach the user's
+backend. ``OTELCAR_OTLP_HTTP_ENDPOINT`` and ``OTELCAR_OTLP_GRPC_ENDPOINT`` name both, for an
+agent that builds its exporter in code.
 
 The traces are built into a steps table exactly as an imported trace is
 (:mod:`otelcar.trajectory`): the outcome judges a rollout on it with the same ``[outcome]`` as
@@ -29,9 +32,6 @@ from otelcar.receiver.service import Receiver, ReceiverConfig
 from otelcar.schema import STEPS_SCHEMA
 from otelcar.store.sink import InMemorySink
 
-#: The resource attribute that names a rollout on the agent's spans.
-ROLLOUT_ATTRIBUTE = "otelcar.rollout"
-
 _ENDPOINT_VARIABLES = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -39,23 +39,29 @@ _ENDPOINT_VARIABLES = (
 )
 
 
-class RolloutTraces:
-    """The receiver of a batch of live rollouts (a context manager: listening on enter,
-    stopped on exit); see the module docstring."""
+class RolloutTrace:
+    """The receiver of one rollout's spans (see the module docstring): :meth:`start` it,
+    run the agent with :meth:`environment`, read :meth:`steps` once it exited, then
+    :meth:`stop` it (starting and stopping take milliseconds)."""
 
     def __init__(self) -> None:
         self.sink = InMemorySink()
         self.receiver = Receiver(
             self.sink,
-            ReceiverConfig(grpc_port=0, http_port=0, derive="thread", max_lag_bytes=None),
+            ReceiverConfig(
+                grpc_port=0,
+                http_port=0,
+                derive="thread",
+                max_lag_bytes=None,
+                poll_interval_s=0.01,
+            ),
         )
 
-    def __enter__(self) -> RolloutTraces:
+    def start(self) -> None:
         self.receiver.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):  # stopping must not hide the rollouts' result
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):  # stopping must not hide the rollout's result
             self.receiver.stop(grace_s=1.0)
 
     def environment(self, agent_env: Mapping[str, str]) -> dict[str, str]:
@@ -84,14 +90,14 @@ class RolloutTraces:
             )
         return env
 
-    def steps_of(self, token: str) -> pl.DataFrame | None:
-        """The steps table of rollout ``token``'s traces (:data:`~otelcar.schema.STEPS_SCHEMA`;
+    def steps(self) -> pl.DataFrame | None:
+        """The steps table of the traces received (:data:`~otelcar.schema.STEPS_SCHEMA`;
         several traces one after the other, in order of their first span, steps renumbered),
-        or ``None`` when none of its spans arrived or none is a step of the run (an LLM call
-        or a tool call): there is then nothing to judge. Call it after the agent exited: an
-        exporter's batches are acknowledged only once received."""
+        or ``None`` when none arrived or none is a step of the run (an LLM call or a tool
+        call): there is then nothing to judge. Read it after the agent exited: an exporter's
+        batches are acknowledged only once received."""
         self.sink.catch_up()
-        builds = self.sink.traces({ROLLOUT_ATTRIBUTE: token})
+        builds = self.sink.traces()
         if not any(row["kind"] in ("llm", "tool") for b in builds for row in b.steps):
             return None
         builds.sort(key=lambda b: min((row["start_ns"] or 0 for row in b.steps), default=0))

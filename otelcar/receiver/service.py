@@ -55,6 +55,8 @@ class ReceiverConfig:
     #: a Store, thread for any other sink
     derive: str = "auto"
     max_lag_bytes: int | None = 256 * 1024 * 1024  # backlog past which batches are refused
+    #: how often the HTTP server looks for a stop: the most :meth:`Receiver.stop` waits for it
+    poll_interval_s: float = 0.5
 
 
 class Receiver:
@@ -109,7 +111,7 @@ class Receiver:
                 deadlines=config.deadlines,
             )
             self.http_port = self._http.server_address[1]
-            self._spawn("otelcar-http", self._http.serve_forever)
+            self._spawn("otelcar-http", self._http.serve_forever, config.poll_interval_s)
         self.derivation.start()
 
     def _recover(self) -> None:
@@ -119,8 +121,8 @@ class Receiver:
         for line in self.startup.quarantined:
             log.warning("recovered: quarantined %s", line)
 
-    def _spawn(self, name: str, target: Any) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
+    def _spawn(self, name: str, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
 

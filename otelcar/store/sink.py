@@ -12,7 +12,7 @@ embedding: what was received reads back as a steps table, nothing touches the di
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 
@@ -112,21 +112,8 @@ class InMemorySink:
         rows = [step for built in self.traces() for step in built.steps]
         return pl.DataFrame(rows, schema=STEPS_SCHEMA)
 
-    def traces(self, resource: dict[str, Any] | None = None) -> list[TraceBuild]:
-        """Every trace derived so far, built; with ``resource``, only the traces with a span
-        whose resource has all of these attributes (a log record belongs to its span's
-        trace, whatever its own resource)."""
+    def traces(self) -> list[TraceBuild]:
+        """Every trace derived so far, built (steps and summary)."""
         with self._lock:
             spans, logs = list(self._spans), list(self._logs)
-        if resource is None:
-            return build_traces(spans, logs)
-        wanted = {
-            s.trace_id
-            for s in spans
-            if all(s.resource.get(key) == value for key, value in resource.items())
-        }
-        return build_traces(
-            (s for s in spans if s.trace_id in wanted),
-            (g for g in logs if g.trace_id in wanted),
-            trace_ids=wanted,
-        )
+        return build_traces(spans, logs)
