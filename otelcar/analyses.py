@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from otelcar.attribution.context.result import WhyResult
     from otelcar.attribution.fixes.result import FixResult
     from otelcar.attribution.steps.result import AttributionResult
+    from otelcar.live.check import LiveCheck
     from otelcar.project_config import ProjectConfig, ReplaySettings
     from otelcar.replay import RecordedRun
 
@@ -81,15 +82,32 @@ async def live_ready(
     run: RecordedRun, config: ProjectConfig, *, seed: int
 ) -> tuple[RecordedRun, list[str]]:
     """With an agent command (``[agent] command`` or ``--agent``): the live fidelity check
-    (:func:`otelcar.live.check.check_live`, refused with
-    :class:`~otelcar.live.check.LiveReplayError` unless the agent reproduces the recorded
-    run), and the run with the requests the agent made (source ``live``), with the check's
-    headline for the result's notes. Without one: ``run`` as it is, no note."""
+    (:func:`live_check`, refused with :class:`~otelcar.live.check.LiveReplayError` unless
+    the agent reproduces the recorded run), and the run with the requests the agent made
+    (source ``live``), with the check's headline and what is read from the agent for the
+    result's notes. Without one: the run with the requests a live check kept for it
+    (:func:`kept_ready`), else ``run`` as it is."""
     if config.agent_command is None:
-        return run, []
+        return kept_ready(run, config)
+    check, ready, notes = await live_check(run, config, seed=seed)
+    check.require()
+    return ready, [check.headline(), *notes]
+
+
+async def live_check(
+    run: RecordedRun, config: ProjectConfig, *, seed: int
+) -> tuple[LiveCheck, RecordedRun, list[str]]:
+    """The live fidelity check of ``run`` on ``config``'s agent command
+    (:func:`otelcar.live.check.check_live`). When the agent reproduces the run: its requests
+    are kept in the store (``config.live_requests``) for later runs without an agent
+    command, and ``(check, the run with them as source live, a note saying which parts of
+    which steps are read from the agent and where they are kept)``; otherwise ``(check,
+    run, [])``."""
     from otelcar.live.check import check_live
+    from otelcar.live.kept import read_note, to_keep
     from otelcar.replay import Environment, load_run
 
+    assert config.agent_command is not None
     check = await check_live(
         run,
         config.agent_command,
@@ -97,8 +115,53 @@ async def live_ready(
         outcome=config.outcome,
         seed=seed,
     )
-    check.require()
-    return load_run(run.trace_id, run.steps, config.agent, live=check.captured), [check.headline()]
+    if not check.reproduced:
+        return check, run, []
+    ready = load_run(run.trace_id, run.steps, config.agent, live=check.captured)
+    read = read_note(ready.requests, command=check.command)
+    where, notes = "", []
+    store = config.live_requests
+    if store is not None and check.captured:
+        try:
+            kept = store.save(run.trace_id, to_keep(run, check.captured), command=check.command)
+        except (OSError, ValueError) as exc:
+            notes.append(f"warning: the live agent's requests could not be kept: {exc}")
+        else:
+            where = f"kept in {kept.path} for later runs without --agent"
+    if read is not None:
+        notes.insert(0, f"{read}; {where}" if where else read)
+    elif where:  # every part is declared in [agent], which comes before the agent's
+        notes.insert(0, f"the live agent's requests are {where}")
+    return check, ready, notes
+
+
+def kept_ready(run: RecordedRun, config: ProjectConfig) -> tuple[RecordedRun, list[str]]:
+    """``run`` with the requests a passing live check kept for its trace
+    (``config.live_requests``, :mod:`otelcar.store.live_requests`) as source ``live``, and
+    notes saying which parts of which steps are read from the agent, with its command and
+    when they were captured; kept requests that no longer fit the trace (or a damaged file)
+    are left out with a warning note. ``(run, [])`` when none are kept."""
+    store = config.live_requests
+    if store is None:
+        return run, []
+    from otelcar.live.kept import fitting, read_note
+    from otelcar.replay import load_run
+
+    kept, notes = store.load(run.trace_id)
+    if kept is None:
+        return run, notes
+    live, stale = fitting(run, kept)
+    notes += stale
+    if not live:
+        return run, notes
+    ready = load_run(run.trace_id, run.steps, config.agent, live=live, live_rollouts=False)
+    read = read_note(ready.requests, command=kept.command, captured_at=kept.captured_at)
+    if read is not None:
+        notes.append(
+            f"{read}, kept in {kept.path} (delete the file to forget them; --agent CMD "
+            "captures them anew)"
+        )
+    return ready, notes
 
 
 def live_rollouts(config: ProjectConfig) -> AbstractContextManager[Any]:

@@ -66,6 +66,7 @@ from otelcar.sources import DEFAULT_LOGS_TABLE, DEFAULT_TABLE, SourceSettings
 
 if TYPE_CHECKING:
     from otelcar.replay import Budget
+    from otelcar.store.live_requests import LiveRequestStore
 
 DEFAULT_CONFIG = "otelcar.toml"
 TOP_LEVEL = {"policies", "outcome", "replay", "source", "agent"}
@@ -137,6 +138,10 @@ class ProjectConfig:
     #: ``[agent] command`` (with ``cwd``, ``env``, ``timeout_s``, ``concurrency``): the user's
     #: agent, run once per rollout for live replay (``--agent`` overrides it; docs/live.md)
     agent_command: AgentCommand | None = None
+    #: where a passing live check keeps the agent's requests and later runs without an agent
+    #: command read them (:mod:`otelcar.store.live_requests`, ``<store>/live_requests``); set
+    #: by the front end that knows the store (``None``: neither kept nor read)
+    live_requests: LiveRequestStore | None = None
 
 
 def parse_config(

@@ -107,7 +107,10 @@ def run_and_config(
 
     The config must fit the trace: a tool-policy key, an outcome tool or an outcome argument
     the trace cannot have is a :class:`~otelcar.config_checks.ConfigMismatch`, raised before
-    anything runs (:func:`otelcar.config_checks.check_config_fits`).
+    anything runs (:func:`otelcar.config_checks.check_config_fits`). The config keeps live
+    requests in the store (``config.live_requests``): a passing live check keeps the agent's
+    requests there, and an analysis without an agent command reads them
+    (:func:`otelcar.analyses.live_ready`).
 
     ``agent``: ``--agent CMD`` and ``executor``: ``--executor``, as :func:`use_agent` takes
     them."""
@@ -115,8 +118,10 @@ def run_and_config(
     from otelcar.config_checks import check_config_fits
     from otelcar.project_config import load_config
     from otelcar.replay import load_run
+    from otelcar.store.live_requests import LiveRequestStore
 
     config = load_config(config_path)
+    config.live_requests = LiveRequestStore(ctx.obj["store"])
     full_id, steps, _ = load_trace(ctx, trace_id, config.source)
     run = load_run(full_id, steps, config.agent)
     use_agent(config, agent, executor)

@@ -82,31 +82,24 @@ def replay_command(
     With --agent CMD (or [agent] command), the live check too: the agent runs once with
     every model call answered from the trace, and must make every recorded request again
     (messages, and tools and tool choice where the trace has them); each request's tools
-    and tool choice are shown, and the first that differs is named (docs/live.md).
+    and tool choice are shown, and the first that differs is named (docs/live.md). When
+    it does, its requests are kept in the store, and later runs without --agent use them.
     """
+    from otelcar.analyses import kept_ready, live_check
     from otelcar.replay import check_fidelity
+    from otelcar.sync import run_sync
 
     run, config, steps = run_and_config(ctx, trace_id, config_path, agent=agent)
-    report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
     live = None
-    if config.agent_command is not None:
-        from otelcar.live.check import check_live
-        from otelcar.replay import Environment
-        from otelcar.sync import run_sync
-
-        live = run_sync(
-            check_live(
-                run,
-                config.agent_command,
-                Environment(config.registry),
-                outcome=config.outcome,
-                seed=config.replay.seed_or(seed),
-            )
-        )
+    if config.agent_command is not None:  # its requests are kept when it reproduces the run
+        live, run, notes = run_sync(live_check(run, config, seed=config.replay.seed_or(seed)))
+    else:
+        run, notes = kept_ready(run, config)
+    report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
+    report.notes[:0] = notes
     check = None
     if check_policy_samples is not None:
         from otelcar.attribution.faithfulness import check_policy
-        from otelcar.sync import run_sync
 
         settings = config.replay
         check = run_sync(

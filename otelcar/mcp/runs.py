@@ -46,8 +46,13 @@ class RunContext:
     agent_commands: bool = True
 
     def config(self) -> ProjectConfig:
-        """The project config, read now (edits to ``otelcar.toml`` apply to the next run)."""
-        return load_config(self.config_path)
+        """The project config, read now (edits to ``otelcar.toml`` apply to the next run),
+        with the store's kept live requests (:mod:`otelcar.store.live_requests`)."""
+        from otelcar.store.live_requests import LiveRequestStore
+
+        config = load_config(self.config_path)
+        config.live_requests = LiveRequestStore(self.store_root)
+        return config
 
     def open_source(self, config: ProjectConfig | None = None) -> Any:
         """The ``[source]`` of the config when it has one, else the local store."""

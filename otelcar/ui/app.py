@@ -135,8 +135,8 @@ def create_app(
     or a ``--source``; opened and closed per request); ``runs_dir`` is where runs are kept;
     ``config_path`` the ``otelcar.toml`` runs load (``None``: ./otelcar.toml when present);
     ``allowed_hosts`` the ``Host`` names the app answers to; ``store_root`` the local store
-    whose kept timelines (``otelcar rollout --save``) the trace pages list and diff
-    (``None``: none are shown)."""
+    whose kept timelines (``otelcar rollout --save``) the trace pages list and diff, and
+    whose kept live requests the runs use (``None``: none are shown or used)."""
     env = _environment()
 
     def load(trace_id: str) -> tuple[str, Any]:
@@ -144,7 +144,7 @@ def create_app(
             loaded = source.load(source.resolve(trace_id))
         return loaded.trace_id, loaded.steps
 
-    manager = RunManager(runs_dir, load_trace=load, config_path=config_path)
+    manager = RunManager(runs_dir, load_trace=load, config_path=config_path, store_root=store_root)
 
     def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(name).render(**context)

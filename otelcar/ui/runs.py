@@ -117,14 +117,22 @@ TraceLoader = Callable[[str], tuple[str, Any]]
 class RunManager:
     """Starts, watches, cancels and keeps runs. ``directory``: where ended runs are written
     (created on the first); ``load_trace``: how a run reads its trace; ``config_path``: the
-    ``otelcar.toml`` each run loads when it starts (``None``: ./otelcar.toml when present)."""
+    ``otelcar.toml`` each run loads when it starts (``None``: ./otelcar.toml when present);
+    ``store_root``: the local store, whose kept live requests a run uses and a run's live
+    check keeps (:mod:`otelcar.store.live_requests`; ``None``: none)."""
 
     def __init__(
-        self, directory: Path, *, load_trace: TraceLoader, config_path: Path | None = None
+        self,
+        directory: Path,
+        *,
+        load_trace: TraceLoader,
+        config_path: Path | None = None,
+        store_root: Path | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.load_trace = load_trace
         self.config_path = config_path
+        self.store_root = store_root
         self._lock = threading.Lock()
         self._live: dict[str, Run] = {}
         self._tasks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
@@ -185,8 +193,11 @@ class RunManager:
         from otelcar.config_checks import check_config_fits
         from otelcar.project_config import load_config
         from otelcar.replay import load_run
+        from otelcar.store.live_requests import LiveRequestStore
 
         config = load_config(self.config_path)
+        if self.store_root is not None:
+            config.live_requests = LiveRequestStore(self.store_root)
         full_id, steps = await asyncio.to_thread(self.load_trace, run.trace_id)
         run.trace_id = full_id
         recorded = load_run(full_id, steps, config.agent)
