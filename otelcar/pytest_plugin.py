@@ -23,6 +23,10 @@ one the CLI would find). Relative paths are taken from the rootdir.
 * :meth:`RecordedAgent.assert_decision` re-decides one recorded decision on its exact
   context (a fix's edits applied, if given) and fails when the bad decision comes back more
   often than ``max_rate`` (the observed rate; with ``confidence``, its Wilson upper bound).
+* :meth:`RecordedAgent.assert_fix_live` runs the user's real agent (``[agent] command``, or
+  ``command``) against otelcar's model endpoint with a fix's plan, after the live check, and
+  fails when the run still fails in more than ``max_rate`` of the rollouts (the same bound),
+  or when the agent no longer makes the recorded requests (``docs/live.md``).
 
 Every check is seeded (the same code, model and seed give the same verdict) and counts its
 policy calls: the terminal summary lists each check with its estimate and cost. No request
@@ -145,7 +149,6 @@ class RecordedAgent:
         ``otelcar why``). With ``confidence``, the Wilson upper bound is compared instead
         of the observed rate. Returns the :class:`RegressionCheck`."""
         from otelcar.attribution.fixes.regression import check_decision_async
-        from otelcar.attribution.stats import wilson
         from otelcar.sync import run_sync
 
         check = run_sync(
@@ -161,13 +164,101 @@ class RecordedAgent:
                 seed=seed,
             )
         )
+        return self._bounded("decision", step, check, max_rate, confidence, seed)
+
+    def assert_fix_live(
+        self,
+        step: int,
+        *,
+        max_rate: float,
+        plan: dict[str, Any],
+        fix_name: str | None = None,
+        rollouts: int = 10,
+        seed: int = 0,
+        command: str | None = None,
+        cwd: str | Path | None = None,
+        confidence: float | None = None,
+    ) -> Any:
+        """Fail when the run still fails in more than ``max_rate`` of ``rollouts`` runs of
+        the user's agent with ``plan`` (a fix's plan, as ``otelcar fix --agent --write-test``
+        writes it) played on its model requests, judged by the outcome; a run that could not
+        be judged counts as failed. The agent is ``[agent] command`` of the otelcar.toml, or
+        ``command`` (which replaces it and keeps ``[agent]``'s other settings; it runs in
+        ``cwd`` unless ``[agent] cwd`` is set). Fails first, with the first difference, when
+        the agent no longer reproduces the recorded run (the live check). With
+        ``confidence``, the Wilson upper bound is compared instead of the observed rate.
+        Returns the :class:`~otelcar.attribution.fixes.regression.RolloutCheck`."""
+        __tracebackhide__ = True
+        from otelcar.live.check import LiveReplayError
+        from otelcar.live_regression import check_fix_live
+        from otelcar.sync import run_sync
+
+        project = self._with_agent(command, cwd)
+        try:
+            check = run_sync(
+                check_fix_live(
+                    self.run,
+                    project,
+                    step=step,
+                    plan=plan,
+                    fix_name=fix_name,
+                    rollouts=rollouts,
+                    seed=seed,
+                )
+            )
+        except LiveReplayError as exc:
+            self.checks.append(
+                f"fix on the agent: trace {self.run.trace_id} step {step}: refused, the agent "
+                "does not reproduce the recorded run"
+            )
+            raise AssertionError(
+                f"step {step}: the fix cannot be checked on the agent: {exc}. When the agent "
+                "changed on purpose, record a new trace of it and write this test again"
+            ) from None
+        return self._bounded("fix on the agent", step, check, max_rate, confidence, seed)
+
+    def _with_agent(self, command: str | None, cwd: str | Path | None) -> ProjectConfig:
+        """A copy of the project with ``command`` as its agent, as ``--agent`` means it
+        (:func:`~otelcar.project_config.with_agent_command`: ``[agent]``'s ``cwd``, ``env``,
+        ``timeout_s`` and ``concurrency`` kept), or as it is; an agent command is required."""
+        from dataclasses import replace
+
+        from otelcar.errors import OtelcarError
+        from otelcar.project_config import with_agent_command
+
+        project = replace(self.project)
+        if command is not None:
+            with_agent_command(project, command, cwd=cwd)
+        if project.agent_command is None:
+            where = project.path or "the otelcar.toml"
+            raise OtelcarError(
+                f"this test runs the agent of [agent] command, and {where} names none: add "
+                "one, or give the command (AGENT in a written test)"
+            )
+        return project
+
+    def _bounded(
+        self,
+        what: str,
+        step: int,
+        check: Any,
+        max_rate: float,
+        confidence: float | None,
+        seed: int,
+    ) -> Any:
+        """Keep the summary line of ``check`` (a re-decision or a rollout check: ``bad`` of
+        ``n``), and fail when its observed rate (with ``confidence``: its Wilson upper
+        bound) is above ``max_rate`` or nothing was counted."""
+        __tracebackhide__ = True
+        from otelcar.attribution.stats import wilson
+
         bound = check.rate
         rule = f"rate {check.rate:.0%}"
         if confidence is not None:
             bound = wilson(check.bad, check.n, confidence).high if check.n else 1.0
             rule = f"{confidence:.0%} upper bound {bound:.0%}"
         self.checks.append(
-            f"decision: trace {self.run.trace_id} step {step}: bad {check.bad}/{check.n} "
+            f"{what}: trace {self.run.trace_id} step {step}: bad {check.bad}/{check.n} "
             f"({rule}; allowed ≤ {max_rate:.0%}); seed {seed}; cost: {check.calls} policy calls"
         )
         if check.n == 0 or bound > max_rate:

@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
             "project_config",
             "starter_config",
             "analyses",
+            "live_regression",
             "contracts",
             "pytest_plugin",
             "kept_runs",

@@ -315,7 +315,8 @@ def why_command(
     "--write-test",
     "test_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a pytest regression test with the best fix (or --use) applied.",
+    help="Write a pytest regression test with the best fix (or --use) applied; with an "
+    "agent command, one that runs the agent --rollouts times with the fix.",
 )
 @click.option("--use", "use_fix", help="The candidate to write the test with (default: best).")
 @click.option(
@@ -364,7 +365,8 @@ def fix_command(
     Runs `why` first, then tries an untrusted-content rule, an action guard, both, removing
     the cause's text, and forcing the good alternative; each is re-decided and compared with
     the unfixed rate (PASS / PART / FAIL), and with --forward rolled out through the rest of
-    the run against the outcome. --write-test writes a pytest file that keeps it fixed.
+    the run against the outcome. --write-test writes a pytest file that keeps it fixed;
+    with --agent (or [agent] command) it runs the agent, --rollouts times (docs/live.md).
     """
     from otelcar.analyses import budget_for, fix_run, step_arg
     from otelcar.attribution.fixes.fix import FixError
@@ -407,6 +409,7 @@ def fix_command(
                 "write the failing test with `otelcar test`"
             )
         chosen = result.candidate(name)
+        live = config.agent_command  # the test runs the agent too (docs/live.md)
         written = write_regression_test(
             test_path,
             run=run,
@@ -418,9 +421,16 @@ def fix_command(
             max_rate=test_max_rate,
             seed=base_seed,
             summary=_summary(result, chosen),
+            live=live is not None,
+            agent=agent,  # --agent is written into the file; [agent] command is read then
+            agent_cwd=live.cwd if live is not None and agent is not None else None,
+            rollouts=rollouts,
         )
         if not quiet:
-            _console().print(f"regression test written to {written}", highlight=False)
+            where = (
+                f" ({rollouts} rollouts of `{live.describe()}` per run)" if live is not None else ""
+            )
+            _console().print(f"regression test{where} written to {written}", highlight=False)
 
 
 def _summary(result: Any, chosen: Any) -> str:
