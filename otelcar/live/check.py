@@ -160,7 +160,8 @@ async def check_live(
     (judged,) = await executor.run_rollouts(
         run, Plan(), env, indexes=[0], seed=seed, outcome=outcome, concurrency=1, on_rollout=None
     )
-    session = executor.sessions[-1]
+    session = executor.last_session
+    assert session is not None  # one rollout ran
     checks: list[RequestCheck] = []
     captured: dict[int, dict[str, Any]] = {}
     for decision in run.decisions:

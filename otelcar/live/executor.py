@@ -58,8 +58,9 @@ class LiveExecutor:
 
     def __init__(self, command: AgentCommand) -> None:
         self.command = command
-        #: every finished session, newest last (the live fidelity check reads the last)
-        self.sessions: list[RolloutSession] = []
+        #: the session of the rollout that finished last (the live fidelity check reads it);
+        #: no more are kept, so an executor that serves many traces holds no past requests
+        self.last_session: RolloutSession | None = None
         #: how many judged rollouts were judged on their own trace (``"trace"``) and how many
         #: on the requests the endpoint saw (``"requests"``: the agent sent no spans)
         self.judged_on: dict[str, int] = {"trace": 0, "requests": 0}
@@ -118,7 +119,7 @@ class LiveExecutor:
         finally:
             errors = endpoint.close_session(session.token)
             await asyncio.to_thread(own.stop)
-        self.sessions.append(session)
+        self.last_session = session
         for error in errors:
             if isinstance(error, PolicyUnavailable):
                 raise error  # the policy never answered: the whole command stops
