@@ -34,7 +34,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, run_plan
 from otelcar.sync import run_sync
-from tests.test_counterfactual_agents import OUTCOMES, Recorded, agent_module
+from tests.test_counterfactual_agents import CULPRIT_TOOL, OUTCOMES, Recorded, agent_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,25 +126,28 @@ def test_counterfactual_requests_are_the_agents_own_and_end_where_it_ends(
     assert all(len(r.decisions) == run.horizon for r in result.rollouts)
 
 
+@pytest.mark.parametrize("agent", ["refund_loop", "cleanup"])
 def test_live_attribute_and_why_name_the_culprit_and_the_sentence(
-    traces: dict[str, Recorded],
+    traces: dict[str, Recorded], agent: str
 ) -> None:
-    case = traces["refund_loop"]
+    """The refund loop and the fixed workflow with a tool-less final reply, each run as a
+    process per rollout: attribute names the misled decision, why the planted sentence."""
+    case = traces[agent]
     run = case.run()
-    registry = PolicyRegistry().register("llm", Seeing("refund_loop"))
-    config = ProjectConfig(registry, outcome_from_config(OUTCOMES["refund_loop"], registry))
-    config.agent_command = command("refund_loop", concurrency=4)
-    result = run_sync(
-        attribute_run(run, config, seed=1, rollouts=16, refutation=False, policy_check=0)
+    registry = PolicyRegistry().register("llm", Seeing(agent))
+    config = ProjectConfig(registry, outcome_from_config(OUTCOMES[agent], registry))
+    config.agent_command = command(agent, concurrency=4)
+    result = run_sync(  # adaptive: the workflow's act step needs more than the refund's
+        attribute_run(run, config, seed=1, max_rollouts=48, refutation=False, policy_check=0)
     )
-    refund = next(d for d in run.decisions if d.action and d.action.tool_calls
-                  and d.action.tool_calls[0].name == "issue_refund")  # fmt: skip
-    assert result.culprit is not None and result.culprit.step == refund.step
+    culprit = next(d for d in run.decisions if d.action and d.action.tool_calls
+                   and d.action.tool_calls[0].name == CULPRIT_TOOL[agent])  # fmt: skip
+    assert result.culprit is not None and result.culprit.step == culprit.step, result.headline()
     assert any("made every recorded request again" in n for n in result.notes)
     assert not any("no tool policy" in n for n in result.notes)  # the agent's tools ran
-    why = run_sync(why_run(run, config, step=refund.step, seed=1))
+    why = run_sync(why_run(run, config, step=culprit.step, seed=1))
     assert why.headline is not None
-    assert agent_module("refund_loop").PLANTED in why.headline.text
+    assert agent_module(agent).PLANTED in why.headline.text
 
 
 def _run_once(line: str, *, timeout_s: float = 30) -> Any:
