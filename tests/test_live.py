@@ -138,7 +138,7 @@ def test_live_attribute_and_why_name_the_culprit_and_the_sentence(
     config = ProjectConfig(registry, outcome_from_config(OUTCOMES[agent], registry))
     config.agent_command = command(agent, concurrency=4)
     result = run_sync(  # adaptive: the workflow's act step needs more than the refund's
-        attribute_run(run, config, seed=1, max_rollouts=48, refutation=False, policy_check=0)
+        attribute_run(run, config, seed=1, max_rollouts=32, refutation=False, policy_check=0)
     )
     culprit = next(d for d in run.decisions if d.action and d.action.tool_calls
                    and d.action.tool_calls[0].name == CULPRIT_TOOL[agent])  # fmt: skip

@@ -253,7 +253,7 @@ def test_a_live_resample_sends_the_policy_the_node_agents_own_tools(recorded: Re
     registry = registry_with(policy)
     outcome = outcome_from_config(OUTCOMES["refund_loop"], registry)
     refund = run.decisions[1].step
-    executor = LiveExecutor(command(concurrency=2))
+    executor = LiveExecutor(command(concurrency=2), keep_sessions=True)
     result = run_plan(
         run,
         Plan((Resample(refund),)),
@@ -264,7 +264,7 @@ def test_a_live_resample_sends_the_policy_the_node_agents_own_tools(recorded: Re
     )
     assert result.summary()["status"] == {"final": 4}
     # every request of every rollout streamed, and was answered as a stream
-    requests = [e.request for s in executor.sessions for e in s.exchanges]
+    requests = [e.request for s in executor.sessions or () for e in s.exchanges]
     assert len(requests) >= 4 * 2 and all(r.stream and r.api == "chat" for r in requests)
     resampled = [r for r in policy.requests if r.step == refund]
     assert len(resampled) == 4

@@ -56,11 +56,14 @@ class LiveExecutor:
     #: tools without one)
     runs_agent_tools = True
 
-    def __init__(self, command: AgentCommand) -> None:
+    def __init__(self, command: AgentCommand, *, keep_sessions: bool = False) -> None:
         self.command = command
-        #: the session of the rollout that finished last (the live fidelity check reads it);
-        #: no more are kept, so an executor that serves many traces holds no past requests
+        #: the session of the rollout that finished last (the live fidelity check reads it)
         self.last_session: RolloutSession | None = None
+        #: with ``keep_sessions``, every finished session (each rollout's requests and
+        #: answers, to inspect); off by default, so an executor that serves many traces
+        #: holds no past requests
+        self.sessions: list[RolloutSession] | None = [] if keep_sessions else None
         #: how many judged rollouts were judged on their own trace (``"trace"``) and how many
         #: on the requests the endpoint saw (``"requests"``: the agent sent no spans)
         self.judged_on: dict[str, int] = {"trace": 0, "requests": 0}
@@ -120,6 +123,8 @@ class LiveExecutor:
             errors = endpoint.close_session(session.token)
             await asyncio.to_thread(own.stop)
         self.last_session = session
+        if self.sessions is not None:
+            self.sessions.append(session)
         for error in errors:
             if isinstance(error, PolicyUnavailable):
                 raise error  # the policy never answered: the whole command stops
