@@ -471,27 +471,24 @@ def load_timeline(store_root: str | Path, trace_id: str, name: str) -> Timeline:
             f"`otelcar rollout {trace_id[:12]} … --save {name}`)"
         )
     info = _read_info(folder)
-    try:
-        steps = pl.read_parquet(folder / STEPS_FILE)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise TimelineError(
-            f"timeline {name!r} ({folder}): unreadable {STEPS_FILE}: {exc}"
-        ) from None
-    missing = [c for c in ROLLOUT_SCHEMA if c not in steps.columns]
-    if missing:
-        raise TimelineError(f"timeline {name!r} ({folder}): {STEPS_FILE} lacks {missing}")
+    steps = _read_table(folder, name, STEPS_FILE, ROLLOUT_SCHEMA)
     traces = None
     if (folder / TRACES_FILE).exists():
-        try:
-            traces = pl.read_parquet(folder / TRACES_FILE)
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            raise TimelineError(
-                f"timeline {name!r} ({folder}): unreadable {TRACES_FILE}: {exc}"
-            ) from None
-        missing = [c for c in (*STEPS_SCHEMA, "rollout") if c not in traces.columns]
-        if missing:
-            raise TimelineError(f"timeline {name!r} ({folder}): {TRACES_FILE} lacks {missing}")
+        traces = _read_table(folder, name, TRACES_FILE, (*STEPS_SCHEMA, "rollout"))
     return Timeline(info, steps, traces)
+
+
+def _read_table(folder: Path, name: str, file: str, columns: Any) -> pl.DataFrame:
+    """``file`` of timeline ``name``, which must have ``columns``; :class:`TimelineError`
+    naming the file when it is unreadable or lacks one."""
+    try:
+        table = pl.read_parquet(folder / file)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise TimelineError(f"timeline {name!r} ({folder}): unreadable {file}: {exc}") from None
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise TimelineError(f"timeline {name!r} ({folder}): {file} lacks {missing}")
+    return table
 
 
 def delete_timeline(store_root: str | Path, trace_id: str, name: str) -> None:
