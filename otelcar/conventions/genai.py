@@ -34,6 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.memo import decode_json, derived_each
+from otelcar.conventions.normalize import tool_calls
 from otelcar.conventions.python_reprs import repr_class, tool_call_from_repr
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import json_or_literal
@@ -343,19 +344,7 @@ def _content_text(value: Any) -> str | None:
 
 
 def _openai_tool_calls(items: Any) -> tuple[ToolCall, ...]:
-    calls = []
-    for item in items or ():
-        if not isinstance(item, dict):
-            continue
-        function = item.get("function") if isinstance(item.get("function"), dict) else item
-        calls.append(
-            ToolCall(
-                name=function.get("name"),
-                arguments=parse_arguments(function.get("arguments")),
-                id=item.get("id"),
-            )
-        )
-    return tuple(calls)
+    return tool_calls(items) if isinstance(items, list | tuple) else ()
 
 
 def legacy_messages(log: LogFrame, issues: list[str]) -> list[Message]:

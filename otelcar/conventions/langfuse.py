@@ -47,6 +47,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
+from otelcar.conventions.normalize import tool_calls
 from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import literal_value
@@ -398,14 +399,7 @@ def _content(content: Any) -> tuple[str | None, tuple[ToolCall, ...], list[Messa
 
 def _tool_calls(items: Any) -> tuple[ToolCall, ...]:
     """OpenAI ``{id, function: {name, arguments}}`` or LangChain ``{name, args, id}`` calls."""
-    calls = []
-    for item in items if isinstance(items, list) else ():
-        if not isinstance(item, dict):
-            continue
-        function = item.get("function") if isinstance(item.get("function"), dict) else item
-        arguments = function.get("arguments", item.get("args"))
-        calls.append(ToolCall(function.get("name"), parse_arguments(arguments), item.get("id")))
-    return tuple(calls)
+    return tool_calls(items) if isinstance(items, list) else ()
 
 
 def output_choices(value: Any) -> tuple[list[Message], str | None]:

@@ -41,6 +41,16 @@ from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
+from otelcar.conventions.normalize import (  # the message reading, shared (names kept here)
+    _arguments,
+    _dict,
+    _is_tuple_message,
+    content_parts,
+    messages_from_list,
+    normalize_message,
+)
+from otelcar.conventions.normalize import _calls_of as _calls_of  # kept importable here
+from otelcar.conventions.normalize import _merge_calls as _merge_calls
 from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Arguments, Message, ToolCall, parse_arguments, text_of
@@ -51,27 +61,6 @@ A = "langsmith.run."
 EXPORT_ATTR = "langsmith.export"
 
 #: LangChain message class or ``type`` → normalized role.
-LC_ROLES = {
-    "human": "user",
-    "humanmessage": "user",
-    "ai": "assistant",
-    "aimessage": "assistant",
-    "system": "system",
-    "systemmessage": "system",
-    "tool": "tool",
-    "toolmessage": "tool",
-    "function": "tool",
-    "functionmessage": "tool",
-    "chat": None,  # ChatMessage: the role is in the message
-    "chatmessage": None,
-    "remove": None,
-}
-ROLE_ALIASES = {"human": "user", "ai": "assistant", "model": "assistant", "function": "tool"}
-TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
-REASONING_BLOCKS = frozenset({"thinking", "reasoning", "redacted_thinking"})
-TUPLE_ROLES = frozenset(
-    {"user", "human", "ai", "assistant", "system", "developer", "tool", "function", "model"}
-)
 AGENT_CHAIN_NAMES = frozenset({"LangGraph", "AgentExecutor"})
 FLOAT_PARAMS = ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty")
 INT_PARAMS = {
@@ -139,10 +128,6 @@ class LangSmithMapper:
 # --------------------------------------------------------------------------------------
 # Classification
 # --------------------------------------------------------------------------------------
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _first_text(*values: Any) -> str | None:
@@ -284,213 +269,6 @@ def input_messages(inputs: Any, issues: list[str]) -> list[Message] | None:
         out.extend(messages_from_list(items, issues))
         return out
     return out or None
-
-
-def _is_batch(items: list[Any]) -> bool:
-    """``[[msg, ...], ...]``: one message list per batch element (not a ``(role, text)``)."""
-    return bool(items) and all(isinstance(x, list) and not _is_tuple_message(x) for x in items)
-
-
-def _is_tuple_message(item: Any) -> bool:
-    """A ``(role, content)`` pair, as LangChain accepts (``("user", "hi")``)."""
-    return (
-        isinstance(item, list | tuple)
-        and len(item) == 2
-        and isinstance(item[0], str)
-        and item[0].lower() in TUPLE_ROLES
-        and isinstance(item[1], str | list | dict)
-    )
-
-
-def messages_from_list(items: Any, issues: list[str]) -> list[Message]:
-    """A message list in any form (see the module docstring); a batch keeps element 0."""
-    if isinstance(items, str):
-        return [Message(role="user", content=items)]
-    if not isinstance(items, list):
-        return normalize_message(items, issues)
-    if _is_batch(items):
-        if len(items) > 1:
-            issues.append(f"batch of {len(items)} message lists; the first is used")
-        items = items[0]
-    out: list[Message] = []
-    for item in items:
-        out.extend(normalize_message(item, issues))
-    return out
-
-
-def normalize_message(item: Any, issues: list[str], default_role: str = "user") -> list[Message]:
-    """One recorded message as normalized messages (an Anthropic message carrying
-    ``tool_result`` blocks becomes one ``tool`` message per result)."""
-    if isinstance(item, str):
-        return [Message(role=default_role, content=item)]
-    if _is_tuple_message(item):
-        role, content = item[0], item[1]
-        parts = content_parts(content, issues)
-        return [Message(role=ROLE_ALIASES.get(role, role), content=parts.text)]
-    if not isinstance(item, dict):
-        issues.append(f"message of type {type(item).__name__} ignored")
-        return []
-    body = item
-    role = item.get("role")
-    if item.get("lc") == 1 and isinstance(item.get("id"), list) and item.get("id"):
-        body = _dict(item.get("kwargs"))
-        role = _lc_role(str(item["id"][-1]), body)
-    elif role is None and isinstance(item.get("type"), str):
-        role = _lc_role(item["type"], body)
-    role = ROLE_ALIASES.get(str(role), str(role)) if role else default_role
-    parts = content_parts(body.get("content"), issues)
-    calls = _merge_calls(_message_calls(body, issues), parts.calls)
-    content = parts.text
-    if role == "assistant" and calls and content == "":
-        content = None  # LangChain's stand-in for the provider's null content
-    message_id = body.get("tool_call_id") if role == "tool" else None
-    messages = []
-    if content is not None or calls or parts.reasoning or not parts.results:
-        messages.append(
-            Message(
-                role=role,
-                content=content,
-                tool_calls=calls,
-                tool_call_id=message_id,
-                name=body.get("name") if isinstance(body.get("name"), str) else None,
-                reasoning=parts.reasoning,
-            )
-        )
-    messages.extend(parts.results)
-    return messages
-
-
-def _lc_role(type_name: str, body: dict[str, Any]) -> str | None:
-    key = type_name.lower().removesuffix("chunk")
-    if key in LC_ROLES:
-        return LC_ROLES[key] or body.get("role")
-    return body.get("role") or type_name
-
-
-class _Parts:
-    """Content split into text, tool calls (blocks), tool results and reasoning."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.calls: list[ToolCall] = []
-        self.results: list[Message] = []
-        self.reasoning_parts: list[str] = []
-        self.raw: str | None = None
-
-    @property
-    def text(self) -> str | None:
-        if self.raw is not None:
-            return self.raw
-        return "\n".join(self.texts) if self.texts else None
-
-    @property
-    def reasoning(self) -> str | None:
-        return "\n".join(self.reasoning_parts) if self.reasoning_parts else None
-
-
-def content_parts(content: Any, issues: list[str]) -> _Parts:
-    """A message ``content``: a string as is, else its blocks sorted out."""
-    parts = _Parts()
-    if content is None:
-        return parts
-    if isinstance(content, str):
-        parts.raw = content
-        return parts
-    if isinstance(content, dict):
-        if "type" not in content:  # structured content that is not a block: keep it as JSON
-            parts.raw = text_of(content)
-            return parts
-        content = [content]
-    if not isinstance(content, list):
-        parts.raw = text_of(content)
-        return parts
-    for block in content:
-        _add_block(block, parts, issues)
-    return parts
-
-
-def _add_block(block: Any, parts: _Parts, issues: list[str]) -> None:
-    if isinstance(block, str):
-        parts.texts.append(block)
-        return
-    if not isinstance(block, dict):
-        issues.append(f"content block of type {type(block).__name__} ignored")
-        return
-    kind = block.get("type")
-    if kind in TEXT_BLOCKS:
-        parts.texts.append(str(block.get("text") or ""))
-    elif kind == "tool_use":
-        parts.calls.append(
-            ToolCall(
-                name=block.get("name"), arguments=_arguments(block.get("input")), id=block.get("id")
-            )
-        )
-    elif kind == "tool_call":
-        parts.calls.append(
-            ToolCall(
-                name=block.get("name"), arguments=_arguments(block.get("args")), id=block.get("id")
-            )
-        )
-    elif kind == "tool_result":
-        result = content_parts(block.get("content"), issues)
-        parts.results.append(
-            Message(role="tool", content=result.text, tool_call_id=block.get("tool_use_id"))
-        )
-    elif kind in REASONING_BLOCKS:
-        text = block.get(kind) or block.get("text") or block.get("reasoning")
-        if isinstance(text, str):
-            parts.reasoning_parts.append(text)
-    else:
-        issues.append(f"content block type {kind!r} is not represented in the normalized message")
-
-
-def _arguments(value: Any) -> Arguments:
-    """Tool-call arguments: a dict stays, a JSON string is decoded, else raw text."""
-    return parse_arguments(value)
-
-
-def _message_calls(body: dict[str, Any], issues: list[str]) -> list[ToolCall]:
-    """A message's tool calls: ``tool_calls`` (LangChain or OpenAI dialect), else the raw
-    ``additional_kwargs.tool_calls``/``function_call``; then ``invalid_tool_calls``."""
-    calls = _calls_of(body.get("tool_calls"))
-    extra = _dict(body.get("additional_kwargs"))
-    if not calls:
-        calls = _calls_of(extra.get("tool_calls"))
-    function_call = body.get("function_call") or extra.get("function_call")
-    if not calls and isinstance(function_call, dict):
-        calls = _calls_of([{"function": function_call}])
-    invalid = _calls_of(body.get("invalid_tool_calls"))
-    if invalid:
-        issues.append(f"{len(invalid)} invalid tool call(s) kept with their raw arguments")
-    return [*calls, *invalid]
-
-
-def _calls_of(items: Any) -> list[ToolCall]:
-    calls = []
-    for item in items if isinstance(items, list) else ():
-        if not isinstance(item, dict):
-            continue
-        function = item.get("function")
-        if isinstance(function, dict):
-            name, args = function.get("name"), function.get("arguments")
-        else:
-            name = item.get("name")
-            args = item.get("args", item.get("arguments", item.get("input")))
-        call_id = item.get("id")
-        calls.append(
-            ToolCall(
-                name=name if isinstance(name, str) or name is None else str(name),
-                arguments=_arguments(args),
-                id=call_id if isinstance(call_id, str) or call_id is None else str(call_id),
-            )
-        )
-    return calls
-
-
-def _merge_calls(first: list[ToolCall], blocks: list[ToolCall]) -> tuple[ToolCall, ...]:
-    """Calls from ``tool_calls`` plus content-block calls not already there (by id)."""
-    seen = {c.id for c in first if c.id}
-    return tuple([*first, *(c for c in blocks if not c.id or c.id not in seen)])
 
 
 class _Output:

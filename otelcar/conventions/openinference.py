@@ -34,6 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
+from otelcar.conventions.normalize import tool_calls
 from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -387,17 +388,9 @@ def _openai_message(item: Any, default_role: str) -> Message:
     if isinstance(content, list):
         texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         content = "\n".join(t for t in texts if isinstance(t, str)) if texts else text_of(content)
-    calls = []
-    for call in item.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            calls.append(
-                ToolCall(
-                    name=function.get("name"),
-                    arguments=parse_arguments(function.get("arguments")),
-                    id=call.get("id"),
-                )
-            )
+    calls = (
+        list(tool_calls(item.get("tool_calls"))) if isinstance(item.get("tool_calls"), list) else []
+    )
     function_call = item.get("function_call")
     if isinstance(function_call, dict):
         calls.append(

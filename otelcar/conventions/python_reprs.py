@@ -8,6 +8,9 @@ name='get_weather', …)``, and Chat Completions objects read
 name='…'), type='function')``. :func:`tool_call_from_repr` reads such a text back, with
 :mod:`ast` (parsed, never evaluated): a call of a class whose name says it is a tool or
 function call, with literal keyword values (nested calls become dicts).
+:func:`object_from_repr` reads the repr of any such object the same way (the message
+classes of LangChain — ``ToolMessage(content='18 degrees', tool_call_id='call_1')`` — among
+them), for :mod:`otelcar.conventions.normalize`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from otelcar.messages import ToolCall, parse_arguments, text_of
 
 #: Longest text looked at (a repr longer than this is left as text).
 MAX_CHARS = 200_000
+_ANY_CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*)\(")
 _CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:ToolCall|FunctionCall|ToolUse)\w*)\(")
 
 
@@ -65,3 +69,30 @@ def _fields(node: ast.AST) -> Any:
             raise ValueError("positional arguments in a repr")
         return {kw.arg: _fields(kw.value) for kw in node.keywords if kw.arg is not None}
     return ast.literal_eval(node)
+
+
+def object_from_repr(text: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(class name, keyword fields)`` when ``text`` is the repr of an object called with
+    keywords only (``ToolMessage(content='x', tool_call_id='c1')``), else ``None``. Parsed
+    with :mod:`ast`, never evaluated; a field whose value is not a literal (nor such a call)
+    is left out rather than failing the whole text."""
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    match = _ANY_CLASS.match(text)
+    if match is None:
+        return None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(node, ast.Call) or node.args:
+        return None
+    fields: dict[str, Any] = {}
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            continue
+        try:
+            fields[keyword.arg] = _fields(keyword.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            continue
+    return match.group(1), fields

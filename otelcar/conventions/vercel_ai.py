@@ -26,6 +26,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import tool_definitions
+from otelcar.conventions.normalize import tool_calls
 from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -160,17 +161,8 @@ def _messages(prompt: Any, issues: list[str]) -> list[Message]:
 
 
 def _response_calls(value: Any) -> tuple[ToolCall, ...]:
-    if not isinstance(value, list):
-        return ()
-    return tuple(
-        ToolCall(
-            name=text_of(item.get("toolName")),
-            arguments=parse_arguments(item.get("input", item.get("args"))),
-            id=text_of(item.get("toolCallId")),
-        )
-        for item in value
-        if isinstance(item, dict)
-    )
+    """``ai.response.toolCalls``: ``{toolCallId, toolName, input}`` (``args`` before v5)."""
+    return tool_calls(value) if isinstance(value, list) else ()
 
 
 def _map_tool(attrs: Attrs, mapped: MappedSpan) -> None:
