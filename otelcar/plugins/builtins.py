@@ -22,10 +22,12 @@ def register_mappers(register: Callable[[Any], None]) -> None:
     from otelcar.conventions.braintrust import BraintrustMapper
     from otelcar.conventions.genai import GenAIMapper
     from otelcar.conventions.google_adk import GoogleADKMapper
+    from otelcar.conventions.haystack import HaystackMapper
     from otelcar.conventions.langfuse import LangfuseMapper
     from otelcar.conventions.langsmith import LangSmithMapper
     from otelcar.conventions.latitude import LatitudeMapper
     from otelcar.conventions.litellm_raw import LiteLLMRawMapper
+    from otelcar.conventions.mlflow import MLflowMapper
     from otelcar.conventions.openinference import OpenInferenceMapper
     from otelcar.conventions.openllmetry import OpenLLMetryMapper
     from otelcar.conventions.vercel_ai import VercelAIMapper
@@ -44,6 +46,8 @@ def register_mappers(register: Callable[[Any], None]) -> None:
         BraintrustMapper,
         LiteLLMRawMapper,
         LatitudeMapper,
+        MLflowMapper,
+        HaystackMapper,
     ):
         register(mapper())
 
