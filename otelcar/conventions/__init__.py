@@ -25,9 +25,9 @@ from otelcar.conventions.base import (
 )
 from otelcar.conventions.generic import GenericMapper
 from otelcar.conventions.memo import derived_each
-from otelcar.conventions.tool_payloads import unwrap_arguments, unwrap_result
+from otelcar.conventions.normalize import decoded, messages, unwrap_arguments, unwrap_result
 from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.messages import Message, normalize_role
+from otelcar.messages import Message, normalize_role, text_of
 from otelcar.plugins.door import RegistryHook
 
 __all__ = [
@@ -128,7 +128,10 @@ def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
     if best is None:
         return storable(_FALLBACK.map(span, logs))
     try:
-        return storable(_check_unread(_normalized(best[2].map(span, logs)), span, logs))
+        mapped = _normalized(best[2].map(span, logs))
+        _provider_finish_reason(mapped, span)
+        _fill_empty_messages(mapped, span)
+        return storable(_check_unread(mapped, span, logs))
     except Exception as exc:
         mapped = _FALLBACK.map(span, logs)
         mapped.issues.append(
@@ -187,3 +190,112 @@ def _normalized(mapped: MappedSpan) -> MappedSpan:
             mapped.tool_result = unwrap_result(mapped.tool_result)
         mapped.tool_args = unwrap_arguments(mapped.tool_args)
     return mapped
+
+
+#: The last part of the attribute names providers' own stop reasons are recorded under
+#: (``anthropic.message.stop_reason``, ``llm.response.finish_reason``, …).
+STOP_REASON_ENDINGS = (".stop_reason", ".finish_reason", ".stopReason", ".finishReason")
+_STOP_SYNONYMS = {"tool_use": "tool_call", "tool_calls": "tool_call", "tool-calls": "tool_call"}
+
+
+def _provider_finish_reason(mapped: MappedSpan, span: SpanFrame) -> None:
+    """An LLM step without a finish reason takes the provider's own stop reason when the
+    span records one under any ``….stop_reason`` / ``….finish_reason`` attribute."""
+    if mapped.kind != "llm" or mapped.finish_reason is not None:
+        return
+    for key in sorted(span.attributes):
+        value = span.attributes[key]
+        if key.endswith(STOP_REASON_ENDINGS) and isinstance(value, str) and value.strip():
+            mapped.finish_reason = _STOP_SYNONYMS.get(value.strip(), value.strip())
+            mapped.consumed.add(key)
+            mapped.issues.append(f"finish reason read from {key} (the provider's own stop reason)")
+            return
+
+
+#: Attributes that hold a model call's whole request, by dialect, tried first.
+WHOLE_REQUEST_KEYS = (
+    "input.value",
+    "traceloop.entity.input",
+    "langfuse.observation.input",
+    "braintrust.input_json",
+    "braintrust.input",
+    "gen_ai.prompt",
+    "ai.prompt",
+    "mlflow.spanInputs",
+)
+#: The last part of other attribute names that may hold it.
+_REQUEST_ENDINGS = ("input", "inputs", "request", "spaninputs", "input_value", "prompt")
+
+
+def _whole_requests(span: SpanFrame) -> list[tuple[str, Any]]:
+    keys = [k for k in WHOLE_REQUEST_KEYS if k in span.attributes]
+    keys += sorted(
+        k
+        for k in span.attributes
+        if k not in keys and k.rsplit(".", 1)[-1].lower() in _REQUEST_ENDINGS
+    )
+    return [(key, span.attributes[key]) for key in keys]
+
+
+def _empty(message: Any) -> bool:
+    return (
+        isinstance(message, Message)
+        and message.content is None
+        and message.reasoning is None
+        and not message.tool_calls
+    )
+
+
+def _fill_empty_messages(mapped: MappedSpan, span: SpanFrame) -> None:
+    """Input messages the structured attributes left without content (a system message
+    whose content was a list of text blocks; history messages with only a role) are read
+    from the span's whole request (``input.value`` or the dialect's equivalent) when it
+    holds the same messages, with an issue; those that cannot be filled are flagged."""
+    if mapped.kind != "llm" or not mapped.input_messages:
+        return
+    inputs = list(mapped.input_messages)
+    empty = [i for i, m in enumerate(inputs) if _empty(m)]
+    if not empty:
+        return
+    filled: list[int] = []
+    source = None
+    for key, raw in _whole_requests(span):
+        if isinstance(raw, str) and raw in PLACEHOLDERS:
+            continue
+        found = messages(decoded(raw), [])
+        if not found or len(found) != len(inputs):
+            continue
+        roles = [normalize_role(m.role) for m in found]
+        if roles != [normalize_role(m.role) if isinstance(m.role, str) else m.role for m in inputs]:
+            continue
+        for i in empty:
+            if found[i].has_content() or found[i].tool_calls:
+                inputs[i] = replace(
+                    inputs[i],
+                    content=found[i].content,
+                    tool_calls=inputs[i].tool_calls or found[i].tool_calls,
+                    reasoning=found[i].reasoning,
+                    tool_call_id=inputs[i].tool_call_id or found[i].tool_call_id,
+                    name=inputs[i].name or found[i].name,
+                )
+                filled.append(i)
+        source = key
+        break
+    if filled:
+        mapped.input_messages = inputs
+        mapped.consumed.add(str(source))
+        mapped.issues.append(
+            f"input messages {_indexes(filled)} had no content in the structured attributes; "
+            f"read from {source}"
+        )
+    left = [i for i in empty if i not in filled]
+    if left:
+        shown = ", ".join(f"{i} ({text_of(inputs[i].role)})" for i in left[:8])
+        mapped.issues.append(
+            f"input messages {shown} have no content, and the span holds no request to read "
+            "it from; an empty message is not what the model saw"
+        )
+
+
+def _indexes(items: list[int]) -> str:
+    return ", ".join(str(i) for i in items)

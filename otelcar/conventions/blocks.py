@@ -47,11 +47,11 @@ def messages_from_blocks(
     name: str | None = None,
 ) -> list[Message]:
     """One message of ``role`` holding ``blocks`` (its tool ``calls``, default the blocks'),
-    followed by one ``tool`` message per tool result they hold; only the tool messages when
-    there is nothing else (a turn that just returns results)."""
+    followed by one ``tool`` message per tool result they hold (each keeping ``name``); only
+    the tool messages when there is nothing else (a turn that just returns results)."""
     calls = tuple(blocks.calls) if calls is None else calls
     results = [
-        Message(role="tool", content=text, tool_call_id=result_id or tool_call_id)
+        Message(role="tool", content=text, tool_call_id=result_id or tool_call_id, name=name)
         for result_id, text in blocks.results
     ]
     if results and not blocks.texts and not calls:

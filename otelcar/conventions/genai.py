@@ -503,6 +503,9 @@ def _item_messages(index: int, item: Any, where: str) -> tuple[list[Message], li
                 f"{where} message {index}: part type {kind!r} is not "
                 "represented in the normalized message"
             )
+    name = _text(item.get("name"))
+    if name is not None:  # the results of a named tool message keep its name
+        responses = [r if r.name else replace(r, name=name) for r in responses]
     if responses and not texts and not calls:
         return responses, issues
     out.append(

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from otelcar.conventions.base import Attrs, MappedSpan
@@ -365,6 +366,8 @@ def normalize_message(item: Any, default_role: str) -> list[Message]:
         tool_call_id=item.get("tool_call_id"),
         name=item.get("name") if isinstance(item.get("name"), str) else None,
     )
+    if message.name is not None:  # the results of a named tool message keep its name
+        results = [r if r.name else replace(r, name=message.name) for r in results]
     if results and text is None and not message.tool_calls:
         return results
     return [message, *results]

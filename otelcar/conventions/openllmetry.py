@@ -18,6 +18,10 @@ Three span shapes, one mapper:
    ``traceloop.entity.{name,input,output}``. A tool's input ``{"args": [...], "kwargs": {...}}``
    gives the arguments from ``kwargs``; its output (JSON) gives the result text. Tool spans have
    no call id, so the trajectory links them to the assistant call by name and order.
+   LangChain's callback record (``{"input_str", "inputs", "kwargs", "tags", "metadata"}``)
+   gives the arguments from ``inputs``, its serialized ``ToolMessage`` output the result
+   (:mod:`otelcar.conventions.normalize`); a tool span with ``gen_ai.tool.call.arguments`` /
+   ``.result`` / ``.id`` and no ``traceloop.entity.*`` is read from those.
 
 Content that an attribute limit cut (invalid JSON) is reported and flagged
 ``content_truncated``; messages evicted by the SDK's attribute-count limit (the oldest
@@ -42,6 +46,7 @@ from otelcar.conventions.genai import (
     normalize_finish_reason,
 )
 from otelcar.conventions.memo import decode_json
+from otelcar.conventions.normalize import tool_arguments, unwrap_arguments
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
@@ -479,9 +484,16 @@ def _map_decorator(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         name = attrs.text("gen_ai.tool.name") or entity
         mapped.name = name
         mapped.tool_name = name
+        mapped.tool_call_id = attrs.text("gen_ai.tool.call.id")
         mapped.tool_args = _entity_arguments(span, attrs, mapped)
         _, output = _entity_json(span, attrs, "traceloop.entity.output", mapped)
         mapped.tool_result = text_of(output)
+        # Instrumentations that record the GenAI tool attributes instead (or as well).
+        if mapped.tool_args is None and "traceloop.entity.input" not in span.attributes:
+            raw = attrs.get("gen_ai.tool.call.arguments")
+            mapped.tool_args = None if raw is None else tool_arguments(raw)
+        if mapped.tool_result is None:
+            mapped.tool_result = text_of(attrs.get("gen_ai.tool.call.result"))
 
 
 def _strip_kind(span_name: str, kind: str) -> str:
@@ -518,6 +530,8 @@ def _entity_arguments(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> Any:
     ok, value = _entity_json(span, attrs, "traceloop.entity.input", mapped)
     if not ok:
         return value if isinstance(value, str) else None
+    if unwrap_arguments(value) is not value:  # a wrapper: LangChain's callback record, …
+        return tool_arguments(value)
     if isinstance(value, dict) and ("args" in value or "kwargs" in value):
         args, kwargs = value.get("args") or [], value.get("kwargs") or {}
         if not args and isinstance(kwargs, dict):

@@ -1,0 +1,379 @@
+"""The one normaliser of messages and tool payloads (:mod:`otelcar.conventions.normalize`):
+each wrapper it takes apart, in its wrapped and its plain form, and the defects it fixes in
+the mappers (issue 36)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otelcar.conventions import map_span
+from otelcar.conventions.normalize import (
+    messages,
+    tool_arguments,
+    tool_call,
+    tool_calls,
+    tool_result,
+    unwrap,
+)
+from otelcar.messages import Message
+from tests.synth import span
+
+LC = ["langchain", "schema", "messages"]
+
+
+def lc(cls: str, **kwargs) -> dict:
+    return {"lc": 1, "type": "constructor", "id": [*LC, cls], "kwargs": kwargs}
+
+
+# --- tool arguments ------------------------------------------------------------------------
+
+
+def test_langchain_callback_record_gives_its_inputs_not_its_kwargs():
+    plain = {"city": "Paris"}
+    record = {
+        "input_str": "{'city': 'Paris'}",
+        "inputs": plain,
+        "kwargs": {"color": "green"},
+        "tags": [],
+        "metadata": {"thread": "t"},
+    }
+    assert tool_arguments(plain) == plain
+    assert tool_arguments(record) == plain
+    assert tool_arguments(json.dumps(record)) == plain
+    assert tool_arguments(repr(record)) == plain  # the Python repr, parsed, never evaluated
+
+
+def test_an_input_with_options_gives_the_input():
+    plain = {"query": "weather", "limit": 3}
+    assert tool_arguments({"input": plain, "options": {"signal": None}}) == plain
+    assert tool_arguments(json.dumps({"input": plain, "options": {}})) == plain
+    assert tool_arguments(plain) == plain
+    # one parameter named "input" with nothing beside it is the tool's own argument
+    assert tool_arguments({"input": plain}) == {"input": plain}
+
+
+def test_a_call_record_gives_its_kwargs():
+    assert tool_arguments({"args": [], "kwargs": {"a": 1}}) == {"a": 1}
+    assert tool_arguments({"args": [1], "kwargs": {"a": 1}}) == {"args": [1], "kwargs": {"a": 1}}
+
+
+# --- tool results --------------------------------------------------------------------------
+
+
+def test_a_serialized_tool_message_is_read_as_its_content():
+    message = lc("ToolMessage", content="18 degrees", tool_call_id="call_1", name="weather")
+    assert tool_result("18 degrees") == "18 degrees"
+    assert tool_result(json.dumps(message)) == "18 degrees"
+    assert tool_result(json.dumps({"output": message})) == "18 degrees"
+    assert tool_result(message) == "18 degrees"
+    assert tool_result("ToolMessage(content='18 degrees', tool_call_id='call_1')") == "18 degrees"
+    assert tool_result(json.dumps([message])) == "18 degrees"
+
+
+def test_a_result_of_content_blocks_is_their_text():
+    blocks = [{"type": "text", "text": "18 degrees"}, {"type": "text", "text": "sunny"}]
+    assert tool_result(json.dumps(blocks)) == "18 degrees\nsunny"
+    assert tool_result(repr(blocks)) == "18 degrees\nsunny"  # a Python repr of the list
+    assert tool_result(json.dumps({"content": blocks, "isError": False})) == "18 degrees\nsunny"
+    assert tool_result("18 degrees\nsunny") == "18 degrees\nsunny"
+
+
+def test_a_result_that_is_no_wrapper_stays_exactly_as_recorded():
+    for text in ('{"temp": 18}', "[1, 2]", "plain words", "{'a': 1}", '{"temp":18 }'):
+        assert tool_result(text) == text
+
+
+# --- messages ------------------------------------------------------------------------------
+
+PLAIN = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "content": "18 degrees", "tool_call_id": "call_1", "name": "weather"},
+]
+WRAPPED = [
+    lc("SystemMessage", content="Be brief."),
+    lc("HumanMessage", content="Weather in Paris?"),
+    lc(
+        "AIMessage",
+        content="",
+        tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "call_1"}],
+    ),
+    lc("ToolMessage", content="18 degrees", tool_call_id="call_1", name="weather"),
+]
+
+
+def test_serialized_langchain_messages_read_as_the_plain_ones():
+    want = messages(PLAIN, [])
+    assert want is not None and [m.role for m in want] == ["system", "user", "assistant", "tool"]
+    assert want[2].tool_calls[0].arguments == {"city": "Paris"}
+    for form in (
+        WRAPPED,
+        json.dumps(WRAPPED),
+        {"messages": WRAPPED},
+        {"output": {"messages": WRAPPED}},
+        [WRAPPED],  # a batch of one
+    ):
+        form = form if not isinstance(form, dict) or "output" not in form else form["output"]
+        assert messages(form, []) == want, form
+
+
+def test_a_repr_of_a_message_reads_as_the_message():
+    got = messages(["ToolMessage(content='18 degrees', tool_call_id='call_1', name='weather')"], [])
+    assert got == [
+        Message(role="tool", content="18 degrees", tool_call_id="call_1", name="weather")
+    ]
+
+
+def test_a_tool_message_of_results_only_keeps_its_name():
+    anthropic = {
+        "role": "tool",
+        "name": "weather",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "18 degrees"}],
+    }
+    assert messages([anthropic], []) == [
+        Message(role="tool", content="18 degrees", tool_call_id="t1", name="weather")
+    ]
+    parts = {
+        "role": "tool",
+        "name": "weather",
+        "parts": [{"type": "tool_call_response", "id": "t1", "response": "18 degrees"}],
+    }
+    mapped = map_span(
+        span(
+            "1",
+            "chat m",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps([parts]),
+            },
+        )
+    )
+    assert mapped.input_messages == [
+        Message(role="tool", content="18 degrees", tool_call_id="t1", name="weather")
+    ]
+
+
+# --- tool calls ----------------------------------------------------------------------------
+
+
+def test_a_tool_call_id_under_any_key_is_read():
+    function = {"name": "weather", "arguments": '{"city": "Paris"}'}
+    for item in (
+        {"id": "c1", "type": "function", "function": function},
+        {"type": "function", "function": {**function, "id": "c1"}},
+        {"tool_call": {"id": "c1", "function": function}},
+        {"toolCallId": "c1", "toolName": "weather", "input": {"city": "Paris"}},
+        {"call_id": "c1", "name": "weather", "arguments": '{"city": "Paris"}'},
+        {"tool_call_id": "c1", "name": "weather", "args": {"city": "Paris"}},
+        {"toolUseId": "c1", "name": "weather", "input": {"city": "Paris"}},
+    ):
+        call = tool_call(item)
+        assert call is not None and (call.id, call.name, call.arguments) == (
+            "c1",
+            "weather",
+            {"city": "Paris"},
+        ), item
+    assert tool_calls([1, "x", None]) == ()
+
+
+# --- inside a span -------------------------------------------------------------------------
+
+
+def test_openllmetry_tool_span_with_a_langchain_callback_record_and_tool_message():
+    record = {
+        "input_str": "{'city': 'Paris'}",
+        "inputs": {"city": "Paris"},
+        "kwargs": {"callbacks": None},
+        "tags": None,
+        "metadata": {},
+    }
+    output = {"output": lc("ToolMessage", content="18 degrees", tool_call_id="call_1")}
+    mapped = map_span(
+        span(
+            "1",
+            "weather.tool",
+            {
+                "traceloop.span.kind": "tool",
+                "traceloop.entity.name": "weather",
+                "traceloop.entity.input": json.dumps(record),
+                "traceloop.entity.output": json.dumps(output),
+            },
+        )
+    )
+    assert (mapped.kind, mapped.tool_args, mapped.tool_result) == (
+        "tool",
+        {"city": "Paris"},
+        "18 degrees",
+    )
+
+
+def test_openllmetry_tool_span_with_genai_tool_attributes_only():
+    mapped = map_span(
+        span(
+            "1",
+            "weather.tool",
+            {
+                "traceloop.span.kind": "tool",
+                "traceloop.entity.name": "weather",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": "18 degrees",
+            },
+        )
+    )
+    assert (mapped.tool_args, mapped.tool_result, mapped.tool_call_id) == (
+        {"city": "Paris"},
+        "18 degrees",
+        "call_1",
+    )
+    assert not any("content unread" in issue for issue in mapped.issues)
+
+
+def _oi_llm(extra: dict) -> dict:
+    return {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "m",
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": "Weather in Paris?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Sunny.",
+        **extra,
+    }
+
+
+def test_an_empty_message_is_filled_from_the_whole_request_with_an_issue():
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": "Weather in Paris?"},
+        ],
+    }
+    mapped = map_span(span("1", "llm", _oi_llm({"input.value": json.dumps(request)})))
+    assert [m.content for m in mapped.input_messages] == ["Be brief.", "Weather in Paris?"]
+    assert any("read from input.value" in issue for issue in mapped.issues), mapped.issues
+
+
+def test_an_empty_message_that_cannot_be_filled_is_flagged():
+    mapped = map_span(span("1", "llm", _oi_llm({})))
+    assert mapped.input_messages[0] == Message(role="system")
+    assert any("input messages 0 (system) have no content" in i for i in mapped.issues)
+    # a request that does not hold the same messages fills nothing
+    other = {"messages": [{"role": "user", "content": "something else"}]}
+    mapped = map_span(span("1", "llm", _oi_llm({"input.value": json.dumps(other)})))
+    assert mapped.input_messages[0].content is None
+    assert any("have no content" in i for i in mapped.issues)
+
+
+def test_the_providers_own_stop_reason_is_used_without_finish_reasons():
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "claude",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": []}]),
+        "anthropic.message.stop_reason": "tool_use",
+    }
+    mapped = map_span(span("1", "chat claude", attributes))
+    assert mapped.finish_reason == "tool_call"
+    assert any("anthropic.message.stop_reason" in issue for issue in mapped.issues)
+    with_reasons = {**attributes, "gen_ai.response.finish_reasons": ["stop"]}
+    assert map_span(span("1", "chat claude", with_reasons)).finish_reason == "stop"
+
+
+# --- properties ----------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "lc",
+                    "id",
+                    "kwargs",
+                    "type",
+                    "content",
+                    "role",
+                    "messages",
+                    "input",
+                    "inputs",
+                    "input_str",
+                    "options",
+                    "output",
+                    "tool_calls",
+                    "function",
+                    "name",
+                    "args",
+                    "text",
+                    "tool_call",
+                    "toolCallId",
+                    "tags",
+                    "metadata",
+                    "result",
+                    "blocks",
+                    "tool_name",
+                ]
+            )
+            | st.text(max_size=8),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_the_normaliser_never_raises_on_any_json(value):
+    for form in (value, json.dumps(value), repr(value)):
+        tool_arguments(form)
+        tool_result(form)
+        messages(form, [])
+        tool_calls(form)
+        unwrap(form)
+
+
+ROLE_CLASSES = {
+    "system": "SystemMessage",
+    "user": "HumanMessage",
+    "assistant": "AIMessage",
+    "tool": "ToolMessage",
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(sorted(ROLE_CLASSES)), st.text(min_size=1, max_size=30)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_wrapped_and_plain_messages_normalise_the_same(pairs):
+    plain = [{"role": role, "content": text} for role, text in pairs]
+    wrapped = [lc(ROLE_CLASSES[role], content=text) for role, text in pairs]
+    reprs = [f"{ROLE_CLASSES[role]}(content={text!r})" for role, text in pairs]
+    want = messages(plain, [])
+    assert want is not None
+    assert messages(wrapped, []) == want
+    assert messages(json.dumps(wrapped), []) == want
+    assert messages({"messages": wrapped}, []) == want
+    assert messages(reprs, []) == want
+    tool_text = pairs[0][1]
+    assert tool_result(json.dumps({"output": lc("ToolMessage", content=tool_text)})) == tool_text
