@@ -215,10 +215,13 @@ def test_tool_and_agent_spans_and_unknown_llm_dialect():
         )
     )
     assert (a.kind, a.name, a.episode_boundary) == ("agent", "planner", True)
+    # No registered dialect reads acme.*: message-shaped content there is said, whatever the
+    # namespace; a short plain value is no content.
     unknown = map_span(
-        span("4", "acme.chat", {"llm.acme.prompt": "hi"})  # no registered dialect reads llm.acme.*
+        span("4", "acme.chat", {"acme.prompt": '[{"role": "user", "content": "hi"}]'})
     )
     assert unknown.kind == "other"
-    assert any("unmapped dialect" in issue for issue in unknown.issues)
+    assert any(issue.startswith("content unread: acme.prompt") for issue in unknown.issues)
+    assert map_span(span("6", "acme.x", {"llm.acme.prompt": "hi"})).issues == []
     http = map_span(span("5", "GET /x", {"http.request.method": "GET"}))
     assert (http.kind, http.issues) == ("other", [])

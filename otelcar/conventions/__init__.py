@@ -26,6 +26,7 @@ from otelcar.conventions.base import (
 from otelcar.conventions.generic import GenericMapper
 from otelcar.conventions.memo import derived_each
 from otelcar.conventions.normalize import decoded, messages, unwrap_arguments, unwrap_result
+from otelcar.conventions.shapes import check_claimed
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, normalize_role, text_of
 from otelcar.plugins.door import RegistryHook
@@ -156,15 +157,12 @@ def content_keys(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> list[str]:
 
 
 def _check_unread(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
-    """An LLM or tool step left without content although its span carries some is
-    *content unread* (an issue starting :data:`UNREAD`), never "not captured"."""
-    if mapped.kind not in ("llm", "tool") or mapped.has_content():
-        return mapped
-    keys = content_keys(span, logs)
-    if keys:
-        shown = ", ".join(keys[:6]) + (f" … {len(keys) - 6} more" if len(keys) > 6 else "")
-        mapped.issues.append(f"{UNREAD}{shown} carry content {mapped.source!r} did not read")
-    return mapped
+    """Content the mapper left unread is said (:func:`.shapes.check_claimed`): an LLM or
+    tool step left without content although its span carries some, or holding only part of
+    what its span's message-shaped values hold, is *content unread* (an issue starting
+    :data:`UNREAD`), never "not captured"."""
+    keys = content_keys(span, logs) if mapped.kind in ("llm", "tool") else []
+    return check_claimed(mapped, span, logs, [] if mapped.has_content() else keys)
 
 
 def _with_normal_role(_position: int, message: Any) -> Any:
