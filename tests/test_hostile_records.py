@@ -57,7 +57,7 @@ def test_bad_records_are_kept_apart_and_the_store_keeps_building(tmp_path: Path)
     assert NEW_CONTENT in store.traces()["trace_id"].to_list()  # the good line of the file
     reasons = " | ".join(str(r) for r in store.records()["reason"].to_list() if r is not None)
     assert "startTimeUnixNano 18446744073707551616 is out of range" in reasons
-    assert "malformed resource level" in reasons or "not an array" in reasons
+    assert "resourceSpans[0].resource is the string 'not an object', not an object" in reasons
     assert "nested too deeply" in reasons
     assert report.imported >= 1
     # Later data still arrives, and everything rebuilds from the raw records.
@@ -103,7 +103,8 @@ def test_the_receiver_answers_every_hostile_body_and_keeps_storing(receiver):
     status, data = _post(receiver.http_port, DEEP.encode())
     assert status == 400 and b"nested too deeply" in data
     status, data = _post(receiver.http_port, json.dumps(WRONG_TYPES).encode())
-    assert status == 200 and "malformed" in json.loads(data)["partialSuccess"]["errorMessage"]
+    assert status == 400, data  # no request at all, not a request with a rejected span
+    assert "resourceSpans[0].resource is the string 'not an object'" in json.loads(data)["message"]
     status, _ = _post(receiver.http_port, json.dumps(TRACE_JSON).encode())
     assert status == 200
     start = time.monotonic()

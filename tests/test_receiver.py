@@ -145,11 +145,26 @@ def test_http_json_and_protobuf_bodies_and_partial_success(receiver):
     assert receiver.sink.steps(NEW_CONTENT).height == 7
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 @pytest.mark.parametrize(
     ("body", "headers", "status", "fragment"),
     [
         (b"\x0a\xff\xff\xff", {}, 400, "does not parse"),
         (b'{"resourceSpans": [', {"Content-Type": "application/json"}, 400, "invalid JSON"),
+        # an envelope of the wrong JSON types is no request: 400 with where and why
+        (b'{"resourceSpans": "oops"}', JSON, 400, "resourceSpans is the string 'oops'"),
+        (b'{"resourceSpans": 5}', JSON, 400, "resourceSpans is the number 5, not an array"),
+        (b'{"resourceSpans": [{"resource": "r"}]}', JSON, 400, "resource is the string 'r'"),
+        (b'{"resourceSpans": [7]}', JSON, 400, "resourceSpans[0] is the number 7"),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": {"a": 1}}]}]}',
+            JSON,
+            400,
+            "scopeSpans[0].spans is an object, not an array",
+        ),
+        (b'{"resourceLogs": [{"scopeLogs": "x"}]}', JSON, 400, "scopeLogs is the string 'x'"),
         (TRACE_PB, {"Content-Type": "text/plain"}, 415, "unsupported Content-Type"),
         (TRACE_PB, {"Content-Encoding": "br"}, 415, "Content-Encoding"),
         (b"not gzip", {"Content-Encoding": "gzip"}, 400, "bad gzip body"),
@@ -164,6 +179,7 @@ def test_http_bad_input_gets_the_right_status(tmp_path, body, headers, status, f
     )
     small.start()
     try:
+        headers = dict(headers)
         content_type = headers.pop("Content-Type", "application/x-protobuf")
         response, data = _post(small.http_port, body, content_type=content_type, headers=headers)
         assert response.status == status

@@ -7,7 +7,10 @@ integers or names. Ids in base64 (a ``MessageToJson`` dump, not OTLP/JSON) are a
 reported. Keys are accepted in lowerCamelCase and in snake_case.
 
 One bad span or log record never spoils its neighbours: it is skipped and described in
-:attr:`Decoded.problems`, and the record's raw bytes stay in the store.
+:attr:`Decoded.problems`, and the record's raw bytes stay in the store. An envelope of the
+wrong JSON types (``"resourceSpans": "oops"``, ``"resource": "r"``, a span list that is not
+an array) is no request at all: :func:`check_structure` raises :class:`FormatError` with
+where and why (the receiver answers 400 / INVALID_ARGUMENT with it).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import binascii
 import math
 from typing import Any
 
+from otelcar.errors import FormatError
 from otelcar.ingest.frames import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -218,6 +222,7 @@ def decode_traces(obj: Any) -> Decoded:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     read_id = _IdReader(out.problems)
+    check_structure(obj, "traces")
     resource_list = _get(obj, "resourceSpans", "resource_spans", [])
     for r_index, resource_spans in enumerate(_as_list(resource_list, "resourceSpans", out)):
         try:
@@ -240,6 +245,73 @@ def decode_traces(obj: Any) -> Decoded:
                 except (ValueError, TypeError, KeyError, AttributeError) as exc:
                     out.problems.append(f"{where_scope}.spans[{p_index}]: {exc}")
     return out
+
+
+#: Each signal's envelope: (camelCase, snake_case) of the list at each level.
+_LEVELS = {
+    "traces": (
+        ("resourceSpans", "resource_spans"),
+        ("scopeSpans", "scope_spans"),
+        ("spans", "spans"),
+    ),
+    "logs": (
+        ("resourceLogs", "resource_logs"),
+        ("scopeLogs", "scope_logs"),
+        ("logRecords", "log_records"),
+    ),
+}
+
+
+def check_structure(obj: Any, signal: str) -> None:
+    """Raise :class:`~otelcar.errors.FormatError` naming the first place where an OTLP/JSON
+    request's envelope has the wrong JSON type: the resource and scope lists that are not
+    arrays, their entries, ``resource`` and ``scope`` that are not objects, a span or log
+    record list that is not an array or holds something else than objects. Such a body is
+    not a request with a bad span in it but no request at all (the receiver answers 400 /
+    INVALID_ARGUMENT). What is inside a span or log record is checked span by span."""
+    resources_key, scopes_key, items_key = _LEVELS[signal]
+    resources = _get(obj, *resources_key)
+    path = resources_key[0]
+    _expect(resources, list, path)
+    for r_index, resource_level in enumerate(resources or ()):
+        where = f"{path}[{r_index}]"
+        _expect(resource_level, dict, where)
+        resource_level = resource_level or {}  # null: the protobuf default, an empty level
+        _expect(resource_level.get("resource"), dict, f"{where}.resource")
+        resource = resource_level.get("resource") or {}
+        _expect(resource.get("attributes"), list, f"{where}.resource.attributes")
+        scopes = _get(resource_level, *scopes_key)
+        _expect(scopes, list, f"{where}.{scopes_key[0]}")
+        for s_index, scope_level in enumerate(scopes or ()):
+            at = f"{where}.{scopes_key[0]}[{s_index}]"
+            _expect(scope_level, dict, at)
+            scope_level = scope_level or {}
+            _expect(scope_level.get("scope"), dict, f"{at}.scope")
+            items = _get(scope_level, *items_key)
+            _expect(items, list, f"{at}.{items_key[0]}")
+            for i_index, item in enumerate(items or ()):
+                _expect(item, dict, f"{at}.{items_key[0]}[{i_index}]")
+
+
+_JSON_TYPES = {list: "an array", dict: "an object"}
+
+
+def _expect(value: Any, kind: type, where: str) -> None:
+    if value is not None and not isinstance(value, kind):
+        raise FormatError(
+            f"not an OTLP/JSON request: {where} is {_json_type(value)}, not {_JSON_TYPES[kind]}"
+        )
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 20 else value[:19] + "…"
+        return f"the string {shown!r}"
+    return _JSON_TYPES.get(type(value), f"a {type(value).__name__}")
 
 
 def _as_list(value: Any, name: str | None, out: Decoded | None) -> list[Any]:
@@ -297,6 +369,7 @@ def decode_logs(obj: Any) -> Decoded:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     read_id = _IdReader(out.problems)
+    check_structure(obj, "logs")
     resource_list = _get(obj, "resourceLogs", "resource_logs", [])
     for r_index, resource_logs in enumerate(_as_list(resource_list, "resourceLogs", out)):
         try:
