@@ -131,11 +131,36 @@ def iter_file_records(
     *,
     format: str = "auto",
     on_bytes: Callable[[Path, int], None] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> Iterator[RawRecord]:
-    """Records of several files in order; ``on_bytes(path, consumed)`` reports progress."""
+    """Records of several files in order; ``on_bytes(path, consumed)`` reports progress;
+    ``counts`` (when given) is filled with the number of records each file gave."""
     for path in paths:
         callback = (lambda n, p=path: on_bytes(p, n)) if on_bytes else None
-        yield from read_records(path, format=format, progress=callback)
+        for record in read_records(path, format=format, progress=callback):
+            if counts is not None:
+                counts[str(path)] = counts.get(str(path), 0) + 1
+            yield record
+
+
+def note_unread_files(
+    report: ImportReport, counts: dict[str, int], named: Iterable[str | Path]
+) -> None:
+    """A file the user named of which no record could be decoded (a file that is not a
+    dump, or unreadable past its first bytes) is a path not read: listed in the report's
+    ``skipped_paths`` (position ``named``, so the import is not :attr:`complete`) with the
+    first reason, while the other files are imported."""
+    named_files = {str(Path(p)) for p in named if not Path(p).is_dir()}
+    reasons: dict[str, list[str]] = {}
+    for problem in report.unparsed:
+        reasons.setdefault(problem.source, []).append(problem.reason)
+    for source, count in counts.items():
+        failed = reasons.get(source, [])
+        if source in named_files and count and len(failed) >= count:
+            more = f" (and {len(failed) - 1} more problems)" if len(failed) > 1 else ""
+            report.skipped_paths.append(
+                RecordProblem(source, "named", f"nothing in it could be read: {failed[0]}{more}")
+            )
 
 
 def import_files(
@@ -146,9 +171,14 @@ def import_files(
     on_bytes: Callable[[Path, int], None] | None = None,
 ) -> ImportReport:
     """Import dump files into ``store`` (the default store when ``None``); a path that
-    cannot be read is listed in the report's ``skipped_paths`` and the others are imported."""
+    cannot be read, or a named file nothing in which could be decoded, is listed in the
+    report's ``skipped_paths`` (:func:`note_unread_files`) and the others are imported."""
     store = store or Store()
+    paths = list(paths)
     files, skipped = collect_paths(paths)
-    report = store.import_records(iter_file_records(files, format=format, on_bytes=on_bytes))
+    counts: dict[str, int] = {}
+    records = iter_file_records(files, format=format, on_bytes=on_bytes, counts=counts)
+    report = store.import_records(records)
     report.skipped_paths.extend(skipped)
+    note_unread_files(report, counts, paths)
     return report

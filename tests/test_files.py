@@ -114,3 +114,31 @@ def test_a_first_line_longer_than_the_sniff_window_is_still_json_lines(tmp_path:
     path.write_text(padded + "\n" + line + "\n")
     records = list(read_records(path))
     assert len(records) == 2
+
+
+def test_a_named_file_nothing_in_which_reads_is_named_and_the_import_is_incomplete(tmp_path):
+    """``otelcar import good.jsonl bad``: the good file is imported, the bad one is named
+    with its reason, and the exit status is non-zero (issue 36)."""
+    from click.testing import CliRunner
+
+    from otelcar import Store, import_files
+    from otelcar.cli import cli
+
+    good = OTLP / "new_content.traces.jsonl"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"resourceSpans": "oops"}\n')
+    report = import_files([good, bad], store=Store(tmp_path / "store"))
+    assert report.imported >= 1 and not report.complete
+    (problem,) = [p for p in report.skipped_paths if p.source == str(bad)]
+    assert problem.position == "named" and "resourceSpans is the string 'oops'" in problem.reason
+    result = CliRunner().invoke(
+        cli, ["--store", str(tmp_path / "cli"), "import", str(good), str(bad)]
+    )
+    assert result.exit_code == 1, result.output
+    assert f"not read {bad}: nothing in it could be read" in result.output
+    assert "1 new" in result.output  # the good file's trace
+    # a file with one bad record among good ones is imported, not listed as not read
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(good.read_text().splitlines()[0] + "\n" + '{"resourceSpans": 5}\n')
+    report = import_files([mixed], store=Store(tmp_path / "mixed_store"))
+    assert report.complete and len(report.unparsed) == 1

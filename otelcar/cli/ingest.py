@@ -27,7 +27,7 @@ from otelcar.cli.options import (
     config_option,
     source_option,
 )
-from otelcar.importer import collect_paths, iter_file_records
+from otelcar.importer import collect_paths, iter_file_records, note_unread_files
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
 from otelcar.render import import_report, step_details, steps_table, traces_table
@@ -56,8 +56,9 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
     """Import OTLP dumps (JSON, JSON lines, protobuf, length-prefixed; gzip ok).
 
     Directories are walked. Records that cannot be decoded are kept in the store with the
-    reason; paths that cannot be read are listed with why, the others imported. The exit
-    status is 1 when nothing at all could be imported or a named path could not be read.
+    reason; paths that cannot be read, and named files nothing in which could be decoded,
+    are listed with why, the others imported. The exit status is 1 when nothing at all could
+    be imported or a named path could not be read.
     """
     store = open_store(ctx, create=True)
     files, skipped = collect_paths(paths)
@@ -73,8 +74,12 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
             done[path] = consumed
             progress.update(task, completed=sum(done.values()))
 
-        report = store.import_records(iter_file_records(files, format=fmt, on_bytes=on_bytes))
+        counts: dict[str, int] = {}
+        report = store.import_records(
+            iter_file_records(files, format=fmt, on_bytes=on_bytes, counts=counts)
+        )
     report.skipped_paths.extend(skipped)
+    note_unread_files(report, counts, paths)
     if as_json:
         emit_json(report.to_dict())
     else:
