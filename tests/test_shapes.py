@@ -31,6 +31,7 @@ from otelcar.conventions.shapes import (
 from otelcar.ingest.files import read_records
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import decode_record
+from otelcar.trajectory import build_trace
 from tests.parts import missing
 from tests.synth import span
 
@@ -266,6 +267,37 @@ def test_claimed_llm_step_with_a_value_it_did_not_read():
         {"messages": [{"role": "user", "content": "hi"}], "model": "m"}
     )
     assert not any(i.startswith(UNREAD) for i in map_span(span("1", "chat m", attributes)).issues)
+
+
+def test_chain_note_dropped_only_when_the_traces_calls_hold_its_content():
+    question = "Where is my order A-1001, it was due last week?"
+    answer = "Your order A-1001 ships tomorrow from the Lyon depot."
+    llm = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "m",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": question,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": answer,
+    }
+
+    def chain(extra: str) -> dict[str, Any]:
+        state = [{"role": "user", "content": question + extra}]
+        return {
+            "openinference.span.kind": "CHAIN",
+            "input.value": json.dumps({"messages": state}),
+            "output.value": json.dumps({"messages": [*state, {"role": "ai", "content": answer}]}),
+        }
+
+    # A graph node's state is the call's messages seen again: nothing kept only there.
+    alone = map_span(span("1", "node", chain("")))
+    assert any(i.startswith(KEPT) for i in alone.issues)  # said when the span is mapped alone
+    steps = build_trace("t", [span("1", "node", chain("")), span("2", "c", llm, parent="1")])
+    assert [(s["kind"], s["issues"]) for s in steps.steps] == [("other", []), ("llm", [])]
+    # A text no call of the trace holds is still said.
+    extra = " Also, please cancel the second parcel that went to the wrong address."
+    steps = build_trace("t", [span("1", "node", chain(extra)), span("2", "c", llm, parent="1")])
+    assert any(i.startswith(KEPT) for i in steps.steps[0]["issues"])
 
 
 JSON = st.recursive(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -876,27 +876,28 @@ def unread_keys(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame] = 
         if key in mapped.consumed or not carries_content(value, structured=True):
             continue
         if held is None:
-            held = _Held(mapped)
+            held = _Held([mapped])
         if not held.covers(value):
             out.append(key)
     return out
 
 
 class _Held:
-    """The texts a mapped step holds, to look a payload's texts up in."""
+    """The texts mapped steps hold, to look a payload's texts up in."""
 
-    def __init__(self, mapped: MappedSpan) -> None:
+    def __init__(self, steps: Iterable[MappedSpan]) -> None:
         texts: set[str] = set()
-        messages = [*(mapped.input_messages or ()), *([mapped.output] if mapped.output else ())]
-        for message in [*messages, *mapped.alternates]:
-            for text in (message.content, message.reasoning):
-                _leaves(text, texts)
-            for call in message.tool_calls:
-                _leaves(call.arguments, texts)
-        _leaves(mapped.tool_args, texts)
-        _leaves(mapped.tool_result, texts)
-        for tool in mapped.tools_available or ():
-            _leaves(tool, texts)
+        for mapped in steps:
+            messages = [*(mapped.input_messages or ()), *([mapped.output] if mapped.output else ())]
+            for message in [*messages, *mapped.alternates]:
+                for text in (message.content, message.reasoning):
+                    _leaves(text, texts)
+                for call in message.tool_calls:
+                    _leaves(call.arguments, texts)
+            _leaves(mapped.tool_args, texts)
+            _leaves(mapped.tool_result, texts)
+            for tool in mapped.tools_available or ():
+                _leaves(tool, texts)
         self.texts = texts
         self.joined = "\n".join(sorted(texts, key=len, reverse=True))
         self.words: set[str] | None = None
@@ -970,3 +971,34 @@ def check_claimed(
                 "model or tool call); kept as they are"
             )
     return mapped
+
+
+def drop_notes_held_by_calls(
+    mapped: Mapping[str, MappedSpan],
+    spans: Mapping[str, SpanFrame],
+    logs: Mapping[str, Sequence[LogFrame]],
+) -> None:
+    """Take the *content kept in attributes* note (:func:`check_claimed`) off the ``other``
+    steps of one trace whose kept values hold nothing its model and tool steps do not: a
+    chain's or a graph node's input and output are then the calls' messages seen again (a
+    LangGraph node's state, a prompt template's filled messages), not content kept only in
+    attributes. Run once per trace, after every span is mapped; a trace without such notes
+    costs one pass over its steps."""
+    noted = [
+        span_id
+        for span_id, step in mapped.items()
+        if step.kind == "other" and any(i.startswith(KEPT) for i in step.issues)
+    ]
+    calls = [step for step in mapped.values() if step.kind in ("llm", "tool")]
+    if not noted or not calls:
+        return
+    held = _Held(calls)
+    for span_id in noted:
+        step = mapped[span_id]
+        values = [
+            value
+            for key, value in _values(spans[span_id], logs.get(span_id, ()))
+            if key not in step.consumed and carries_content(value)
+        ]
+        if all(held.covers(value) for value in values):
+            step.issues = [i for i in step.issues if not i.startswith(KEPT)]
