@@ -465,6 +465,7 @@ class Found:
     tools: list[dict[str, Any]] | None = None
     finish_reason: str | None = None
     response_id: str | None = None
+    system: str | None = None  # system instructions recorded apart from the messages
     api: bool = False  # a request or reply object of a model API was seen
     calls: list[ToolCall] = field(default_factory=list)  # tool-call objects standing alone
     results: list[Message] = field(default_factory=list)  # tool results standing alone
@@ -701,10 +702,38 @@ def read_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan | No
         parsed = parse(value)
         if parsed is not None and _walk(parsed, key, found, 0):
             found.keys.append(key)
+        elif found.system is None and _SYSTEM_KEY.search(key):
+            found.system = _system_text(parsed)
+            if found.system is not None:
+                found.keys.append(key)
     if _is_llm(found):
         return _llm_step(span, found)
     tool = _tool_step(span, logs, found, kind_word)
     return tool
+
+
+#: The last word of a key holding system instructions apart from the messages (GenAI
+#: ``…system_instructions``, ``…systemInstruction``, ``…system_prompt``, ``…instructions``);
+#: read only as a list of text parts, and only into an LLM step.
+_SYSTEM_KEY = re.compile(
+    r"(?:^|[.:/ ])(?:system_?instructions?|system_?prompt|instructions)$", re.IGNORECASE
+)
+
+
+def _system_text(parsed: Any) -> str | None:
+    """The text of system instructions given as a list of text parts (``[{"type": "text",
+    "content" | "text": …}]``); ``None`` for any other shape."""
+    if not isinstance(parsed, list) or not parsed:
+        return None
+    texts = []
+    for part in parsed:
+        if not isinstance(part, dict) or part.get("type", "text") != "text":
+            return None
+        text = part.get("content", part.get("text"))
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "\n".join(texts)
 
 
 _MODEL_WORDS = frozenset({"model", "model_name", "model_id", "modelid", "modelname"})
@@ -773,6 +802,9 @@ def _llm_step(span: SpanFrame, found: Found) -> MappedSpan:
         mapped.input_messages = max(contexts, key=len)
     elif found.lists and found.lists[0] is not outputs:
         mapped.input_messages = found.lists[0]
+    if found.system is not None:
+        system = Message(role="system", content=found.system)
+        mapped.input_messages = [system, *(mapped.input_messages or ())]
     if outputs:
         mapped.output = outputs[0]
         mapped.alternates = list(outputs[1:])
@@ -953,6 +985,8 @@ def check_claimed(
     (:func:`unread_keys`); an ``other`` step whose values carry content gets a note that they are
     kept in its attributes (a chain's or a task's payloads: the mapper's choice, said). Agent
     steps are left as they are: their payloads are their children's calls."""
+    if mapped.kind == "llm":
+        _system_fallback(mapped, span, logs)
     if mapped.kind in ("llm", "tool"):
         keys = list(dict.fromkeys([*unread, *unread_keys(mapped, span, logs)]))
         if keys:
@@ -1002,3 +1036,21 @@ def drop_notes_held_by_calls(
         ]
         if all(held.covers(value) for value in values):
             step.issues = [i for i in step.issues if not i.startswith(KEPT)]
+
+
+def _system_fallback(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame]) -> None:
+    """An LLM step a mapper built without a system message takes the system instructions
+    its span records apart from the messages under a key the mapper did not read (a
+    producer's own spelling, ``gen_ai.system.instructions``), as text parts, with an issue."""
+    if any(m.role == "system" for m in mapped.input_messages or ()):
+        return
+    for key, value in _values(span, logs):
+        if key in mapped.consumed or not _SYSTEM_KEY.search(key) or not _may_hold(value):
+            continue
+        text = _system_text(parse(value))
+        if text is not None:
+            system = Message(role="system", content=text)
+            mapped.input_messages = [system, *(mapped.input_messages or ())]
+            mapped.consumed.add(key)
+            mapped.issues.append(f"system instructions read by shape from {key}")
+            return
