@@ -365,3 +365,26 @@ def test_span_kinds(kind, expected):
     mapped = map_span(span("3", "x", {"openinference.span.kind": kind, "agent.name": "a"}))
     assert mapped.kind == expected and mapped.source == "openinference"
     assert mapped.episode_boundary == (kind == "AGENT")
+
+
+def test_tool_call_id_on_a_content_part_is_read():
+    """BeeAI writes a tool message's call id on its content part, not on the message."""
+    prefix = "llm.input_messages.0.message"
+    mapped = map_span(
+        _llm(
+            {
+                f"{prefix}.role": "tool",
+                f"{prefix}.contents.0.message.tool_call_id": "call_weather_1",
+                f"{prefix}.contents.0.message_content.type": "text",
+                f"{prefix}.contents.0.message_content.text": "18 degrees, sunny",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": "It is 18 degrees.",
+            }
+        )
+    )
+    [message] = mapped.input_messages
+    assert (message.role, message.content, message.tool_call_id) == (
+        "tool",
+        "18 degrees, sunny",
+        "call_weather_1",
+    )

@@ -345,9 +345,22 @@ def _flat_message(key: str, fields: dict[str, Any], attrs: Attrs, mapped: Mapped
         role=str(fields["role"]),
         content=text_of(content),
         tool_calls=tuple(calls),
-        tool_call_id=text_of(fields.get("tool_call_id")),
+        tool_call_id=text_of(fields.get("tool_call_id")) or _nested_tool_call_id(fields),
         name=text_of(fields.get("name")),
     )
+
+
+def _nested_tool_call_id(fields: dict[str, Any]) -> str | None:
+    """A tool message's call id under a deeper key than ``message.tool_call_id``: BeeAI writes
+    it on the content part (``message.contents.0.message.tool_call_id``). Taken when every
+    such key holds the same id."""
+    ids = {
+        text_of(value)
+        for field, value in fields.items()
+        if field.endswith(".tool_call_id") and not field.startswith("tool_calls.")
+    }
+    ids.discard(None)
+    return ids.pop() if len(ids) == 1 else None
 
 
 def _tool_call(name: Any, raw: Any, call_id: Any, mapped: MappedSpan, key: str) -> ToolCall:
