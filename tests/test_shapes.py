@@ -311,6 +311,54 @@ def test_claimed_llm_step_takes_system_instructions_under_a_producers_own_spelli
     assert len(mapped.input_messages) == 2
 
 
+def test_flattened_indexed_keys_are_reassembled_in_any_namespace():
+    attributes = {
+        "acme.model_name": "m",
+        "acme.in.0.message.role": "user",
+        "acme.in.0.message.content": "Weather in Paris?",
+        "acme.in.1.message.role": "tool",  # a role says nothing of the span's kind
+        "acme.in.1.message.content": "18 C",
+        "acme.out.0.message.role": "assistant",
+        "acme.out.0.message.contents.0.message_content.type": "text",
+        "acme.out.0.message.contents.0.message_content.text": "It is 18 C.",
+    }
+    mapped = read_span(span("1", "x", attributes))
+    assert mapped is not None and mapped.kind == "llm"
+    assert [(m.role, m.content) for m in mapped.input_messages] == [
+        ("user", "Weather in Paris?"),
+        ("tool", "18 C"),
+    ]
+    assert mapped.output.content == "It is 18 C."
+    assert "acme.in.*" in mapped.issues[-1] and "acme.out.*" in mapped.issues[-1]
+    # A reply left empty beside a call recorded flattened apart: the reply's call.
+    attributes = {
+        "p.model": "m",
+        "p.input": json.dumps([{"role": "user", "content": "Weather in Paris?"}]),
+        "p.output": json.dumps([{"role": "assistant", "content": ""}]),
+        "p.completion.0.function_call.name": "get_weather",
+        "p.completion.0.function_call.arguments": '{"city": "Paris"}',
+    }
+    (call,) = read_span(span("2", "x", attributes)).output.tool_calls
+    assert (call.name, call.arguments) == ("get_weather", {"city": "Paris"})
+
+
+def test_tool_definition_is_no_call_and_holder_words_say_the_side():
+    attributes = {
+        "k.span.kind": "TOOL",
+        "k.tool.parameters": json.dumps({"type": "object", "properties": {"city": {}}}),
+        "k.tool.result_as_answer": False,
+        "k.input.value": '{"city": "Paris"}',
+        "k.input.mime_type": "application/json",
+        "k.output.value": "18 C",
+    }
+    mapped = read_span(span("1", "get_weather", attributes))
+    assert (mapped.kind, mapped.tool_args, mapped.tool_result) == (
+        "tool",
+        {"city": "Paris"},
+        "18 C",
+    )
+
+
 def test_chain_note_dropped_only_when_the_traces_calls_hold_its_content():
     question = "Where is my order A-1001, it was due last week?"
     answer = "Your order A-1001 ships tomorrow from the Lyon depot."
@@ -457,17 +505,6 @@ def _gist(mapped: Any) -> Any:
 
 CASES = _cases()
 
-#: Where the shape reader does not yet give the dialect's messages for renamed payloads and
-#: does not say so: strict xfails, so each fails (and must leave this list) once it is read.
-KNOWN_RENAMED = {
-    "crewai_openinference": "OpenInference tool definition (tool.parameters) taken as the call",
-    "litellm": "reply in a separate usage/metadata object not recognised; output missing",
-    "llamaindex": "llm.invocation_parameters taken as the tool arguments",
-    "external/interlingua-litellm/in.json": "reply not recognised; output missing",
-    "external/openinference-genai-fixtures/fixtures.otlp.json": "{text, finish_reason} reply",
-    "external/phoenix-rest-spans/pxi_turn_trace.json": "flattened llm.*_messages.N keys",
-}
-
 
 @pytest.mark.parametrize("name,paths", CASES, ids=[c[0] for c in CASES])
 def test_no_span_with_content_is_an_other_step_with_nothing_said(name: str, paths: list[Path]):
@@ -484,13 +521,9 @@ def test_no_span_with_content_is_an_other_step_with_nothing_said(name: str, path
 
 
 @pytest.mark.parametrize("name,paths", CASES, ids=[c[0] for c in CASES])
-def test_renamed_namespace_is_read_by_shape_or_said_unread(
-    name: str, paths: list[Path], request: pytest.FixtureRequest
-):
+def test_renamed_namespace_is_read_by_shape_or_said_unread(name: str, paths: list[Path]):
     if name.startswith("external/"):
         _need_external()
-    if name in KNOWN_RENAMED:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_RENAMED[name], strict=True))
     spans, logs = _frames(paths)
     wrong = []
     for frame in spans:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otelcar.conventions.base import MappedSpan
@@ -694,7 +694,7 @@ def read_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan | No
     found = Found()
     kind_word = _KIND_WORDS.get(re.split(r"[.:/ ]", span.name.lower())[-1])
     for key, value in _values(span, logs):
-        if isinstance(value, str) and len(value) < 40:
+        if isinstance(value, str) and len(value) < 40 and _KIND_KEY.search(key):
             kind_word = kind_word or _KIND_WORDS.get(value.strip().lower())
         _flat(key, value, found)
         if not _may_hold(value):
@@ -706,10 +706,77 @@ def read_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan | No
             found.system = _system_text(parsed)
             if found.system is not None:
                 found.keys.append(key)
+    for key, value in _assembled(span):
+        # the items of a flattened list stand alone (a call there is no part of a reply)
+        items = [value] if is_message_list(value) or not isinstance(value, list) else value
+        if any([_walk(item, key, found, 0) for item in items]):
+            found.keys.append(key)
     if _is_llm(found):
         return _llm_step(span, found)
     tool = _tool_step(span, logs, found, kind_word)
     return tool
+
+
+#: A key whose short value may say what the span is (``….span.kind``, ``….spanType``,
+#: ``….type``): a role or any other short value elsewhere says nothing of the span.
+_KIND_KEY = re.compile(r"(?:kind|type)$", re.IGNORECASE)
+#: An index segment of a flattened key: ``<prefix>.<n>.<field>…``.
+_INDEX = re.compile(r"\.(\d{1,6})(?=\.|$)")
+#: Most flattened keys of one span re-assembled (a larger span keeps only its first ones).
+MAX_FLAT = 20_000
+
+
+def _assembled(span: SpanFrame) -> list[tuple[str, Any]]:
+    """Values recorded flattened under indexed keys (``<prefix>.<n>.<field>…``: OpenInference's
+    ``llm.input_messages.0.message.role``, OpenLLMetry's ``gen_ai.prompt.0.content``, any
+    namespace) re-assembled into lists of dicts, one per prefix, named ``<prefix>.*``: indexes
+    become list positions, dotted fields nested dicts, and a list whose items all wrap their
+    one field in the same singular key (``{"message": {…}}``, ``{"tool_call": {…}}``) is
+    unwrapped. Span attributes and each event's apart; a key without an index costs one
+    regex search."""
+    out: list[tuple[str, Any]] = []
+    sources = [("", span.attributes)] + [
+        (f"event {event.get('name')}: ", event.get("attributes") or {}) for event in span.events
+    ]
+    for label, attributes in sources:
+        trees: dict[str, dict[str, Any]] = {}
+        seen = 0
+        for key, value in attributes.items():
+            match = _INDEX.search(key)
+            if match is None or key.startswith(NOT_CONTENT):
+                continue
+            seen += 1
+            if seen > MAX_FLAT:
+                break
+            node: Any = trees.setdefault(key[: match.start()], {})
+            *path, last = key[match.start() + 1 :].split(".")
+            for segment in path:
+                node = node.setdefault(segment, {}) if isinstance(node, dict) else None
+                if not isinstance(node, dict):
+                    break
+            if isinstance(node, dict):
+                node.setdefault(last, value)
+        out += [(f"{label}{prefix}.*", _listed(tree, 0)) for prefix, tree in trees.items()]
+    return out
+
+
+def _listed(node: Any, level: int) -> Any:
+    """A re-assembled tree with its index-keyed dicts as lists (see :func:`_assembled`)."""
+    if not isinstance(node, dict) or level > 2 * MAX_DEPTH:
+        return node
+    items = {key: _listed(value, level + 1) for key, value in node.items()}
+    if not items or not all(key.isdigit() for key in items):
+        if isinstance(items.get("contents"), list) and "content" not in items:
+            items["content"] = items.pop("contents")  # content parts under the plural
+        return items
+    listed = [items[key] for key in sorted(items, key=int)]
+    wrappers = {next(iter(i)) for i in listed if isinstance(i, dict) and len(i) == 1}
+    if len(wrappers) == 1 and all(
+        isinstance(i, dict) and len(i) == 1 and isinstance(next(iter(i.values())), dict)
+        for i in listed
+    ):
+        listed = [next(iter(i.values())) for i in listed]
+    return listed
 
 
 #: The last word of a key holding system instructions apart from the messages (GenAI
@@ -805,6 +872,9 @@ def _llm_step(span: SpanFrame, found: Found) -> MappedSpan:
     if found.system is not None:
         system = Message(role="system", content=found.system)
         mapped.input_messages = [system, *(mapped.input_messages or ())]
+    if outputs and _empty_reply(outputs[0]) and found.calls:
+        # a reply message left empty beside the calls the span records apart: its calls
+        outputs = [replace(outputs[0], tool_calls=tuple(found.calls)), *outputs[1:]]
     if outputs:
         mapped.output = outputs[0]
         mapped.alternates = list(outputs[1:])
@@ -823,6 +893,10 @@ def _llm_step(span: SpanFrame, found: Found) -> MappedSpan:
         f"read by shape (no dialect mapper claimed the span): {_named(found.keys)}"
     )
     return mapped
+
+
+def _empty_reply(message: Message) -> bool:
+    return message.role == "assistant" and not message.content and not message.tool_calls
 
 
 def _tool_step(
@@ -847,7 +921,9 @@ def _tool_step(
         mapped.tool_name = mapped.tool_name or result.name
     if kind_word == "tool" and (mapped.tool_args is None or mapped.tool_result is None):
         for key, value in _values(span, logs):
-            side = _side(key)
+            side = _side(key) if isinstance(value, str | dict | list) else None
+            if side is not None and _is_schema(parse(value)):
+                continue  # a tool's definition (its parameters' schema), not a call of it
             if side == "args" and mapped.tool_args is None:
                 parsed = parse(value)
                 mapped.tool_args = unwrap_call_record(
@@ -877,8 +953,24 @@ def _named_tool(span: SpanFrame) -> str | None:
     return None
 
 
+def _is_schema(value: Any) -> bool:
+    """A JSON schema (a tool's parameters), which is no tool's arguments or result."""
+    return isinstance(value, dict) and (
+        "$schema" in value
+        or (value.get("type") == "object" and isinstance(value.get("properties"), dict))
+    )
+
+
+#: Last words of a key that only say it holds a value (``input.value``, ``output.json``…):
+#: the word before says which side.
+_HOLDER_WORDS = frozenset({"value", "json", "text", "data", "body", "content"})
+
+
 def _side(key: str) -> str | None:
-    last = re.split(r"[.:/ ]", key.lower())[-1]
+    words = re.split(r"[.:/ ]", key.lower())
+    last = words[-1]
+    if last in _HOLDER_WORDS and len(words) > 1:
+        last = words[-2]
     words = set(re.split(r"[_\-]|(?<=[a-z])(?=[A-Z])", last)) | {last}
     if words & set(_OUTPUT_WORDS) or last.endswith(("outputs", "output", "result")):
         return "result"
