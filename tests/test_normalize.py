@@ -15,6 +15,7 @@ from otelcar.conventions.normalize import (
     tool_arguments,
     tool_call,
     tool_calls,
+    tool_message_call_id,
     tool_result,
     unwrap,
 )
@@ -71,6 +72,36 @@ def test_a_serialized_tool_message_is_read_as_its_content():
     assert tool_result(message) == "18 degrees"
     assert tool_result("ToolMessage(content='18 degrees', tool_call_id='call_1')") == "18 degrees"
     assert tool_result(json.dumps([message])) == "18 degrees"
+
+
+def test_langchains_on_tool_end_record_is_read_as_its_output():
+    # OpenLLMetry's LangChain instrumentation (0.62.4) records on_tool_end's output with its
+    # keyword arguments: {"output": <serialized ToolMessage>, "kwargs": {...}}.
+    message = lc("ToolMessage", content="18 degrees", tool_call_id="call_1", name="weather")
+    kwargs = {"tags": ["seq:step:1"], "color": "green", "name": "weather"}
+    assert tool_result(json.dumps({"output": message, "kwargs": kwargs})) == "18 degrees"
+    assert tool_result({"output": "18 degrees", "kwargs": kwargs}) == "18 degrees"
+    plain = {"output": {"temp": 18}, "kwargs": kwargs}
+    assert json.loads(tool_result(plain)) == {"temp": 18}
+    # Another key beside output: no such record, kept as recorded.
+    other = json.dumps({"output": "18 degrees", "status": "ok"})
+    assert tool_result(other) == other
+
+
+def test_the_call_id_of_a_tool_message_in_each_form():
+    message = lc("ToolMessage", content="18 degrees", tool_call_id="call_1")
+    data = {"type": "tool", "data": {"content": "18 degrees", "tool_call_id": "call_1"}}
+    for form in (
+        message,
+        json.dumps(message),
+        data,
+        json.dumps(data),
+        {"role": "tool", "content": "18 degrees", "tool_call_id": "call_1"},
+        "ToolMessage(content='18 degrees', tool_call_id='call_1')",
+    ):
+        assert tool_message_call_id(form) == "call_1", form
+    for other in (lc("AIMessage", content="x"), {"type": "tool"}, "call_1", None, 5):
+        assert tool_message_call_id(other) is None, other
 
 
 def test_a_result_of_content_blocks_is_their_text():
@@ -219,6 +250,42 @@ def test_openllmetry_tool_span_with_a_langchain_callback_record_and_tool_message
         {"city": "Paris"},
         "18 degrees",
     )
+
+
+def test_openllmetry_langchain_tool_span_reads_result_and_call_id_from_callback_records():
+    # opentelemetry-instrumentation-langchain 0.62.4 under langchain.agents.create_agent: the
+    # callback records in traceloop.entity.* and again in gen_ai.tool.call.*, no call id
+    # attribute; the id is in on_tool_end's ToolMessage and on_tool_start's kwargs.
+    start = {
+        "input_str": "{'city': 'Paris'}",
+        "tags": ["seq:step:1"],
+        "metadata": {"langgraph_step": 2},
+        "inputs": {"city": "Paris"},
+        "kwargs": {"color": "green", "name": None, "tool_call_id": "call_1"},
+    }
+    message = lc("ToolMessage", content="18 degrees", tool_call_id="call_1", name="weather")
+    end = {"output": message, "kwargs": {"tags": ["seq:step:1"], "name": "weather"}}
+    attributes = {
+        "traceloop.span.kind": "tool",
+        "traceloop.entity.name": "weather",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "weather",
+    }
+    for keys in (
+        ("traceloop.entity.input", "traceloop.entity.output"),
+        ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
+    ):
+        records = dict(zip(keys, (json.dumps(start), json.dumps(end)), strict=True))
+        mapped = map_span(span("1", "execute_tool weather", {**attributes, **records}))
+        assert (mapped.kind, mapped.tool_args, mapped.tool_result, mapped.tool_call_id) == (
+            "tool",
+            {"city": "Paris"},
+            "18 degrees",
+            "call_1",
+        ), keys
+    # Only on_tool_start's record: the id from its kwargs.
+    only_start = {**attributes, "traceloop.entity.input": json.dumps(start)}
+    assert map_span(span("1", "execute_tool weather", only_start)).tool_call_id == "call_1"
 
 
 def test_openllmetry_tool_span_with_genai_tool_attributes_only():

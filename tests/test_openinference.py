@@ -205,6 +205,25 @@ def test_tool_id_arguments_and_result():
     assert mapped.tool_result == '{"ok": true}'  # the result text as recorded
 
 
+def test_a_langchain_tool_without_tool_id_takes_the_id_of_its_tool_message():
+    # openinference-instrumentation-langchain 0.1.80: a tool run with a ToolCall records the
+    # bare input_str and the ToolMessage as message_to_dict's {"type": "tool", "data": {...}}.
+    data = {"content": "18 degrees", "type": "tool", "name": "lookup", "tool_call_id": "call_1"}
+    mapped = map_span(
+        _tool(
+            {
+                "tool.name": "lookup",
+                "input.value": "Paris",
+                "output.value": json.dumps({"type": "tool", "data": data}),
+                "output.mime_type": "application/json",
+            }
+        )
+    )
+    assert (mapped.tool_call_id, mapped.tool_result) == ("call_1", "18 degrees")
+    plain = map_span(_tool({"tool.name": "lookup", "output.value": '{"type": "tool"}'}))
+    assert plain.tool_call_id is None
+
+
 def test_redacted_values_are_not_content():
     mapped = map_span(
         _llm(

@@ -22,7 +22,8 @@ wrote it:
   dict is read as the dict.
 - **Tool results** (:func:`tool_result`): content-block lists (``[{"type": "text", "text":
   …}]``, Strands ``[{"text": …}]``, MCP's ``{"content": [...], "isError": …}``), a
-  LangChain ``ToolMessage`` in any of the forms above (also as ``{"output": …}``),
+  LangChain ``ToolMessage`` in any of the forms above (also as ``{"output": …}``, alone or
+  in LangChain's ``on_tool_end`` record ``{"output", "kwargs"}``),
   LlamaIndex's ``ToolOutput``, a one-key ``{"result": …}``, a JSON-encoded string, and the
   Python repr of a block list.
 - **Messages** (:func:`messages`, :func:`normalize_message`, :func:`messages_from_list`):
@@ -54,6 +55,9 @@ CALL_ID_KEYS = ("id", "call_id", "tool_call_id", "toolCallId", "toolUseId", "too
 NESTED_CALL_KEYS = ("tool_call", "toolCall", "function_call")
 #: LangChain's callback record for a tool run (``on_tool_start``'s arguments).
 CALLBACK_KEYS = frozenset({"input_str", "inputs", "kwargs", "tags", "metadata", "run_id"})
+#: LangChain's callback record for a tool's end (``on_tool_end``'s output and keyword
+#: arguments), as OpenLLMetry's LangChain instrumentation records it.
+CALLBACK_OUTPUT_KEYS = frozenset({"output", "kwargs", "tags", "metadata", "run_id"})
 #: A call record (smolagents, LlamaIndex, traceloop's decorators).
 CALL_RECORD_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
 #: Keys beside ``input`` in an ``{"input": {...}, "options": ...}`` tool input.
@@ -242,6 +246,23 @@ def message_dict(value: Any) -> dict[str, Any] | None:
     return None
 
 
+def tool_message_call_id(value: Any) -> str | None:
+    """The ``tool_call_id`` of a tool message in any form :func:`message_dict` reads, or in
+    LangChain's ``message_to_dict`` form ``{"type": "tool", "data": {...}}`` (what
+    OpenInference records as a LangChain tool's ``output.value``); ``None`` otherwise."""
+    value = decoded(value) if isinstance(value, str) else value
+    if (
+        isinstance(value, dict)
+        and value.get("type") == "tool"
+        and isinstance(value.get("data"), dict)
+    ):
+        value = {**value["data"], "role": "tool"}
+    message = message_dict(value)
+    if message is None or message.get("role") != "tool":
+        return None
+    return text_of(message.get("tool_call_id")) or None
+
+
 def unwrap(value: Any, depth: int = 0) -> Any:
     """``value`` with serialized framework messages read as plain message dicts, in lists
     and under ``messages`` / ``output`` / ``outputs`` too; text holding a structure decoded
@@ -362,6 +383,8 @@ def _inner_result(value: Any, depth: int) -> str | None:
         ((key, inner),) = value.items()
         if key in RESULT_KEYS:
             return _inner_result(decoded(inner), depth + 1) or text_of(inner)
+    if "output" in value and set(value) <= CALLBACK_OUTPUT_KEYS:  # LangChain's on_tool_end
+        return _inner_result(decoded(value["output"]), depth + 1) or text_of(value["output"])
     return None
 
 

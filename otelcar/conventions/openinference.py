@@ -34,7 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
-from otelcar.conventions.normalize import tool_calls
+from otelcar.conventions.normalize import tool_calls, tool_message_call_id
 from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -473,7 +473,8 @@ def _span_of(indexes: list[int]) -> str:
 
 
 def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
-    """Arguments from ``input.value``, result from ``output.value``, id from ``tool.id``;
+    """Arguments from ``input.value``, result from ``output.value``, id from ``tool.id`` (else
+    the ``tool_call_id`` of the tool message ``output.value`` holds, as LangChain's does);
     ``tool.parameters`` (a schema) is deliberately left unread."""
     name = attrs.text("tool.name") or span.name
     mapped.name = name
@@ -498,3 +499,5 @@ def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         attrs.get("output.value")
         attrs.get("output.mime_type")
         mapped.tool_result = text_of(result)
+        if mapped.tool_call_id is None:  # a LangChain tool's ToolMessage holds the call's id
+            mapped.tool_call_id = tool_message_call_id(result)

@@ -46,7 +46,12 @@ from otelcar.conventions.genai import (
     normalize_finish_reason,
 )
 from otelcar.conventions.memo import decode_json
-from otelcar.conventions.normalize import tool_arguments, unwrap_arguments
+from otelcar.conventions.normalize import (
+    decoded,
+    tool_arguments,
+    tool_message_call_id,
+    unwrap_arguments,
+)
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 
@@ -494,6 +499,35 @@ def _map_decorator(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
             mapped.tool_args = None if raw is None else tool_arguments(raw)
         if mapped.tool_result is None:
             mapped.tool_result = text_of(attrs.get("gen_ai.tool.call.result"))
+        if mapped.tool_call_id is None:
+            mapped.tool_call_id = _callback_call_id(span)
+
+
+#: Where OpenLLMetry's LangChain instrumentation puts LangChain's callback records.
+_CALLBACK_RECORD_KEYS = (
+    "traceloop.entity.output",
+    "gen_ai.tool.call.result",
+    "traceloop.entity.input",
+    "gen_ai.tool.call.arguments",
+)
+
+
+def _callback_call_id(span: SpanFrame) -> str | None:
+    """The tool call's id inside LangChain's callback records, for a tool span without
+    ``gen_ai.tool.call.id``: the ``tool_call_id`` of the ``ToolMessage`` ``on_tool_end``
+    returned (``{"output": <ToolMessage>, "kwargs": …}``), else ``on_tool_start``'s
+    ``kwargs.tool_call_id``."""
+    for key in _CALLBACK_RECORD_KEYS:
+        record = decoded(span.attributes.get(key))
+        if not isinstance(record, dict):
+            continue
+        call_id = tool_message_call_id(record.get("output"))
+        if call_id:
+            return call_id
+        kwargs = record.get("kwargs")
+        if isinstance(kwargs, dict) and isinstance(kwargs.get("tool_call_id"), str):
+            return kwargs["tool_call_id"] or None
+    return None
 
 
 def _strip_kind(span_name: str, kind: str) -> str:
