@@ -19,6 +19,7 @@ Contract (``reference/otel-genai.md`` §7–8.5, DESIGN.md §4):
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -329,6 +330,8 @@ def _link_tools(rows: list[_Row], parent_of: dict[str, str | None]) -> list[_Row
                     row.mapped.tool_call_id = _calls(candidate)[index].id
                 _backfill_tool(row, candidate, index, rows)
                 break
+        if row.call_row is None:
+            _link_by_reply_text(row, before, linked)
 
     # Synthesized rows go after the LLM row, its descendants and its linked tool rows.
     pending: dict[int, list[_Row]] = {}
@@ -394,6 +397,31 @@ def _descends(row: _Row, ancestor: _Row, parent_of: dict[str, str | None]) -> bo
         seen.add(current)
         current = parent_of.get(current)
     return False
+
+
+# DSPy's ChatAdapter asks a model for a tool as text fields, not a tool call: ReAct's reply
+# holds ``[[ ## next_tool_name ## ]]`` then the name on its own line (DSPy 2.5–3.x).
+_DSPY_TOOL_FIELD = re.compile(r"\[\[ ## next_tool_name ## \]\]\s*\n\s*([^\s\[]+)")
+
+
+def _link_by_reply_text(row: _Row, before: list[_Row], linked: set[tuple[int, int]]) -> None:
+    """Link a tool row no structured call claims to the latest earlier LLM reply that names
+    it in DSPy's ``next_tool_name`` field (each reply once; the link is inferred)."""
+    for candidate in before:
+        output = candidate.mapped.output
+        text = output.content if output is not None else None
+        if not isinstance(text, str) or (id(candidate), -1) in linked:
+            continue
+        names = _DSPY_TOOL_FIELD.findall(text)
+        if row.mapped.tool_name in names:
+            row.call_row = candidate
+            row.link_inferred = True
+            linked.add((id(candidate), -1))
+            row.mapped.issues.append(
+                "linked to the model reply that names this tool in DSPy's next_tool_name "
+                "field (the request is text, with no call id)"
+            )
+            return
 
 
 def _calls(row: _Row) -> tuple[ToolCall, ...]:

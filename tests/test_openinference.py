@@ -205,6 +205,19 @@ def test_tool_id_arguments_and_result():
     assert mapped.tool_result == '{"ok": true}'  # the result text as recorded
 
 
+def test_a_dspy_tool_span_without_tool_name_is_named_by_its_tool():
+    # openinference-instrumentation-dspy 0.1.48 names a Tool's span "<tool name>.__call__"
+    # (".acall" when awaited) and records no tool.name.
+    for span_name in ("get_weather.__call__", "get_weather.acall"):
+        attributes = {"openinference.span.kind": "TOOL", "input.value": '{"kwargs": {}}'}
+        mapped = map_span(span("2", span_name, attributes))
+        assert (mapped.name, mapped.tool_name) == ("get_weather", "get_weather")
+    named = map_span(
+        span("2", "x.__call__", {"openinference.span.kind": "TOOL", "tool.name": "x.__call__"})
+    )
+    assert named.tool_name == "x.__call__"  # a recorded tool.name is kept as it is
+
+
 def test_a_langchain_tool_without_tool_id_takes_the_id_of_its_tool_message():
     # openinference-instrumentation-langchain 0.1.80: a tool run with a ToolCall records the
     # bare input_str and the ToolMessage as message_to_dict's {"type": "tool", "data": {...}}.

@@ -84,6 +84,29 @@ def test_tool_spans_without_ids_link_by_name_and_order():
     assert (first["call_step"], second["call_step"]) == (0, 0)
 
 
+def test_a_tool_dspy_asked_for_in_reply_fields_links_to_that_reply():
+    # dspy.ReAct: the model names the tool in ChatAdapter's text fields, not as a tool call.
+    def reply(tool_name: str) -> str:
+        return (
+            f"[[ ## next_thought ## ]]\nthink\n\n[[ ## next_tool_name ## ]]\n{tool_name}\n\n"
+            "[[ ## next_tool_args ## ]]\n{}\n\n[[ ## completed ## ]]"
+        )
+
+    spans = [
+        chat("c1", [text("user", "q")], [text("assistant", reply("f"))], start=0, end=10),
+        tool("t1", "f", start=11, end=12),
+        chat("c2", [text("user", "q")], [text("assistant", reply("finish"))], start=13, end=20),
+        tool("t2", "finish", start=21, end=22),
+        tool("t3", "f", start=23, end=24),  # asked for by no reply: stays unlinked
+    ]
+    rows = _steps(spans).steps
+    linked = [(r["name"], r["call_step"], r["link_inferred"]) for r in rows if r["kind"] == "tool"]
+    assert linked == [("f", 0, True), ("finish", 2, True), ("f", None, False)]
+    assert "next_tool_name" in rows[1]["issues"][0]
+    assert rows[2]["output"]["content"] == reply("finish")  # the reply is kept as text
+    assert rows[2]["output"]["tool_calls"] == []
+
+
 def test_missing_tool_spans_are_synthesized_after_their_call_with_results():
     spans = [
         span("r", "app", start=0, end=100),

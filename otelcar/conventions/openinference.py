@@ -319,11 +319,6 @@ def _function_results(key: str, extra: dict[str, Any], attrs: Attrs) -> list[Mes
 def _flat_message(key: str, fields: dict[str, Any], attrs: Attrs, mapped: MappedSpan) -> Message:
     for field in fields:
         attrs.get(f"{key}.{field}")
-    content = fields.get("content")
-    if _redacted(f"{key}.content", content, mapped):
-        content = None
-    elif content is None:
-        content = _contents(key, fields, mapped)
     calls = []
     for j, call in _unflatten(fields, "tool_calls").items():
         raw = call.get("tool_call.function.arguments")
@@ -341,6 +336,11 @@ def _flat_message(key: str, fields: dict[str, Any], attrs: Attrs, mapped: Mapped
     if fields.get("function_call_name") is not None:  # legacy function calling: no id
         raw = fields.get("function_call_arguments_json")
         calls.append(_tool_call(fields["function_call_name"], raw, None, mapped, key))
+    content = fields.get("content")
+    if _redacted(f"{key}.content", content, mapped):
+        content = None
+    elif content is None:
+        content = _contents(key, fields, mapped, calls)
     return Message(
         role=str(fields["role"]),
         content=text_of(content),
@@ -374,8 +374,14 @@ def _tool_call(name: Any, raw: Any, call_id: Any, mapped: MappedSpan, key: str) 
     return ToolCall(name=text_of(name), arguments=arguments, id=text_of(call_id))
 
 
-def _contents(key: str, fields: dict[str, Any], mapped: MappedSpan) -> str | None:
-    """Multimodal ``contents.{k}.message_content.*``: text parts joined; others reported."""
+def _contents(
+    key: str, fields: dict[str, Any], mapped: MappedSpan, calls: list[ToolCall]
+) -> str | None:
+    """Multimodal ``contents.{k}.message_content.*``: text parts joined; a part holding a
+    ``tool_call.*`` (Anthropic's ``tool_use`` block, which OpenInference's Anthropic
+    instrumentation writes here as well as under ``message.tool_calls``) is a tool call,
+    added to ``calls`` unless one with its id (or, without ids, its name and arguments) is
+    there; others reported."""
     parts = _unflatten(fields, "contents")
     texts = []
     for k, part in parts.items():
@@ -385,12 +391,26 @@ def _contents(key: str, fields: dict[str, Any], mapped: MappedSpan) -> str | Non
             continue
         if kind in ("text", None) and isinstance(text, str):
             texts.append(text)
+        elif any(field.startswith("tool_call.") for field in part):
+            raw = part.get("tool_call.function.arguments")
+            if _redacted(f"{key}.contents.{k}.tool_call.function.arguments", raw, mapped):
+                raw = None
+            name, call_id = part.get("tool_call.function.name"), part.get("tool_call.id")
+            call = _tool_call(name, raw, call_id, mapped, f"{key}.contents.{k}")
+            if not any(_same_call(c, call) for c in calls):
+                calls.append(call)
         else:
             mapped.issues.append(
                 f"{key}.contents.{k}: content part {kind!r} is not represented in the "
                 "normalized message"
             )
     return "\n".join(texts) if texts else None
+
+
+def _same_call(a: ToolCall, b: ToolCall) -> bool:
+    if a.id or b.id:
+        return a.id == b.id
+    return (a.name, a.arguments) == (b.name, b.arguments)
 
 
 def _openai_message(item: Any, default_role: str) -> Message:
@@ -472,11 +492,20 @@ def _span_of(indexes: list[int]) -> str:
 # ------------------------------------------------------------------------------------------
 
 
+def _tool_name_of_span(name: str) -> str:
+    for suffix in (".__call__", ".acall"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 def _map_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
     """Arguments from ``input.value``, result from ``output.value``, id from ``tool.id`` (else
     the ``tool_call_id`` of the tool message ``output.value`` holds, as LangChain's does);
-    ``tool.parameters`` (a schema) is deliberately left unread."""
-    name = attrs.text("tool.name") or span.name
+    ``tool.parameters`` (a schema) is deliberately left unread. Without ``tool.name`` the name
+    is the span's, less the ``.__call__`` / ``.acall`` that OpenInference's DSPy instrumentation
+    appends to the tool's name (``get_weather.__call__``)."""
+    name = attrs.text("tool.name") or _tool_name_of_span(span.name)
     mapped.name = name
     mapped.tool_name = name
     mapped.tool_call_id = attrs.text("tool.id")
