@@ -416,3 +416,34 @@ def test_events_mode_reads_the_log_events():
     assert mapped.input_messages == [Message("user", "hi")]
     assert mapped.output == Message("assistant", "yo") and mapped.finish_reason == "stop"
     assert mapped.source == "openllmetry indexed + events"
+
+
+def test_a_llamaindex_call_tool_task_with_tool_name_is_the_tool_step():
+    # opentelemetry-instrumentation-llamaindex 0.62.4: the agent workflow's call_tool step is
+    # a task span with tool.name / tool.arguments and the ToolCallResult event as its output.
+    output = {"blocks": [{"block_type": "text", "text": "18 degrees"}], "raw_output": "18 degrees"}
+    record = {
+        "tool_name": "get_weather",
+        "tool_kwargs": {"city": "Paris"},
+        "tool_id": "call_1",
+        "tool_output": {**output, "tool_name": "get_weather", "is_error": False},
+        "return_direct": False,
+    }
+    attributes = {
+        "traceloop.span.kind": "task",
+        "traceloop.entity.name": "BaseWorkflowAgent.task",
+        "tool.name": "get_weather",
+        "tool.arguments": json.dumps({"city": "Paris"}),
+        "traceloop.entity.output": json.dumps(record),
+    }
+    tool = map_span(span("2", "BaseWorkflowAgent.task", attributes))
+    assert (tool.kind, tool.name, tool.tool_name, tool.tool_call_id) == (
+        "tool",
+        "get_weather",
+        "get_weather",
+        "call_1",
+    )
+    assert tool.tool_args == {"city": "Paris"}
+    assert tool.tool_result == "18 degrees"
+    plain = {k: v for k, v in attributes.items() if k != "tool.name"}
+    assert map_span(span("3", "BaseWorkflowAgent.task", plain)).kind == "other"

@@ -50,6 +50,7 @@ from otelcar.conventions.normalize import (
     decoded,
     tool_arguments,
     tool_message_call_id,
+    tool_result,
     unwrap_arguments,
 )
 from otelcar.ingest.frames import LogFrame, SpanFrame
@@ -479,6 +480,9 @@ def _map_decorator(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
     kind = attrs.text("traceloop.span.kind") or "unknown"
     entity = attrs.text("traceloop.entity.name") or _strip_kind(span.name, kind)
     mapped.kind = _DECORATOR_KINDS.get(kind, "other")
+    if kind == "task" and attrs.text("tool.name"):
+        _map_llamaindex_call_tool(span, attrs, mapped)
+        return
     mapped.operation = kind
     mapped.name = entity
     mapped.source = f"{NAME} traceloop"
@@ -501,6 +505,31 @@ def _map_decorator(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
             mapped.tool_result = text_of(attrs.get("gen_ai.tool.call.result"))
         if mapped.tool_call_id is None:
             mapped.tool_call_id = _callback_call_id(span)
+
+
+def _map_llamaindex_call_tool(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
+    """OpenLLMetry's LlamaIndex instrumentation (0.62.4) records an agent's tool run as a
+    ``task`` span (``BaseWorkflowAgent.task``, the workflow's ``call_tool`` step) with
+    ``tool.name`` and ``tool.arguments`` (JSON), and as ``traceloop.entity.output`` the
+    ``ToolCallResult`` event: ``{tool_name, tool_kwargs, tool_id, tool_output: ToolOutput}``.
+    It is the tool step: id ``tool_id``, result the ``ToolOutput``'s text. (The nested
+    ``FunctionTool.task`` span holds the same run again and stays an ``other`` step.)"""
+    name = attrs.text("tool.name")
+    mapped.kind = "tool"
+    mapped.operation = "task"
+    mapped.source = f"{NAME} traceloop"
+    mapped.name = mapped.tool_name = name
+    raw = attrs.get("tool.arguments")
+    mapped.tool_args = None if raw is None else tool_arguments(raw)
+    _, record = _entity_json(span, attrs, "traceloop.entity.output", mapped)
+    if isinstance(record, dict):
+        call_id = record.get("tool_id")
+        mapped.tool_call_id = call_id if isinstance(call_id, str) and call_id else None
+        if mapped.tool_args is None and isinstance(record.get("tool_kwargs"), dict):
+            mapped.tool_args = record["tool_kwargs"]
+        mapped.tool_result = tool_result(record.get("tool_output"))
+    elif record is not None:
+        mapped.tool_result = text_of(record)
 
 
 #: Where OpenLLMetry's LangChain instrumentation puts LangChain's callback records.
