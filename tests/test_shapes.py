@@ -520,7 +520,29 @@ def test_no_span_with_content_is_an_other_step_with_nothing_said(name: str, path
     assert not silent, silent
 
 
-@pytest.mark.parametrize("name,paths", CASES, ids=[c[0] for c in CASES])
+#: Fixtures otelcar does not map exactly yet (no expected.json): the property is checked, and
+#: a strict xfail turns red the day it holds, so the mark comes off with the fix.
+NOT_YET_EXACT = {
+    "langchainjs_openinference": "its tool-call ids are only in input.value / output.value "
+    "(LangChain's generations form), which neither the mapper nor the shape reader reads yet",
+}
+
+
+def _marked(cases: list[tuple[str, list[Path]]]) -> list[Any]:
+    return [
+        pytest.param(
+            name,
+            paths,
+            id=name,
+            marks=pytest.mark.xfail(strict=True, reason=NOT_YET_EXACT[name])
+            if name in NOT_YET_EXACT
+            else (),
+        )
+        for name, paths in cases
+    ]
+
+
+@pytest.mark.parametrize("name,paths", _marked(CASES))
 def test_renamed_namespace_is_read_by_shape_or_said_unread(name: str, paths: list[Path]):
     if name.startswith("external/"):
         _need_external()

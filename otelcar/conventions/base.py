@@ -90,6 +90,10 @@ class MappedSpan:
     error: str | None = None
     content_truncated: bool = False
     consumed: set[str] = field(default_factory=set)
+    #: keys the mapper leaves in the step's attributes on purpose (labels, metadata that a
+    #: later reader takes from there): not content it failed to read, so never reported as
+    #: unread or kept content
+    kept: set[str] = field(default_factory=set)
     issues: list[str] = field(default_factory=list)
 
     def has_content(self) -> bool:

@@ -997,7 +997,11 @@ def unread_keys(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame] = 
     held: _Held | None = None
     out = []
     for key, value in _values(span, logs):
-        if key in mapped.consumed or not carries_content(value, structured=True):
+        if (
+            key in mapped.consumed
+            or key in mapped.kept
+            or not carries_content(value, structured=True)
+        ):
             continue
         if held is None:
             held = _Held([mapped])
@@ -1089,7 +1093,7 @@ def check_claimed(
         keys = [
             key
             for key, value in _values(span, logs)
-            if key not in mapped.consumed and carries_content(value)
+            if key not in mapped.consumed and key not in mapped.kept and carries_content(value)
         ]
         if keys:
             mapped.issues.append(
@@ -1124,7 +1128,7 @@ def drop_notes_held_by_calls(
         values = [
             value
             for key, value in _values(spans[span_id], logs.get(span_id, ()))
-            if key not in step.consumed and carries_content(value)
+            if key not in step.consumed and key not in step.kept and carries_content(value)
         ]
         if all(held.covers(value) for value in values):
             step.issues = [i for i in step.issues if not i.startswith(KEPT)]

@@ -167,6 +167,8 @@ class WhoWhenMapper:
             source=NAME,
             operation=OPERATIONS[speaker.kind],
             consumed=consumed,
+            # the log's labels stay in the attributes, where whowhen_labels reads them
+            kept={key for key in span.attributes if key.startswith(PREFIX)} - consumed,
         )
         if speaker.kind == UNKNOWN:
             mapped.issues.append(f"history entry {index} has no role or name; kept as 'other'")
