@@ -98,6 +98,8 @@ def test_the_call_id_of_a_tool_message_in_each_form():
         json.dumps(data),
         {"role": "tool", "content": "18 degrees", "tool_call_id": "call_1"},
         "ToolMessage(content='18 degrees', tool_call_id='call_1')",
+        {"output": message},  # OpenInference's LangChain.js tool span
+        json.dumps({"output": message}),
     ):
         assert tool_message_call_id(form) == "call_1", form
     for other in (lc("AIMessage", content="x"), {"type": "tool"}, "call_1", None, 5):
@@ -444,3 +446,91 @@ def test_wrapped_and_plain_messages_normalise_the_same(pairs):
     assert messages(reprs, []) == want
     tool_text = pairs[0][1]
     assert tool_result(json.dumps({"output": lc("ToolMessage", content=tool_text)})) == tool_text
+
+
+def _generations(message: dict) -> dict:
+    return {"generations": [[{"text": "", "message": message}]], "llmOutput": {}}
+
+
+def test_langchains_generations_reply_is_read_as_its_first_message():
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}
+    reply = _generations(lc("AIMessage", content="", tool_calls=[call]))
+    for form in (reply, json.dumps(reply)):
+        (message,) = messages(form, [])
+        assert message.role == "assistant"
+        assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+            ("call_1", "get_weather", {"city": "Paris"})
+        ]
+    text_only = {"generations": [[{"text": "Sunny."}]]}
+    assert messages(text_only, []) == [Message(role="assistant", content="Sunny.")]
+    assert messages({"generations": []}, []) is None
+
+
+ASKED = "message.tool_calls.0.tool_call.function"
+
+
+def _lc_llm(extra: dict) -> dict:
+    """OpenInference's LangChain.js LLM span: calls without ids, tool message without one."""
+    return {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "m",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Weather in Paris?",
+        "llm.input_messages.1.message.role": "assistant",
+        "llm.input_messages.1.message.content": "",
+        f"llm.input_messages.1.{ASKED}.name": "get_weather",
+        f"llm.input_messages.1.{ASKED}.arguments": '{"city": "Paris"}',
+        "llm.input_messages.2.message.role": "tool",
+        "llm.input_messages.2.message.content": "18 degrees",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "",
+        f"llm.output_messages.0.{ASKED}.name": "get_weather",
+        f"llm.output_messages.0.{ASKED}.arguments": '{"city": "Lyon"}',
+        **extra,
+    }
+
+
+CALL_1 = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}
+CALL_2 = {"name": "get_weather", "args": {"city": "Lyon"}, "id": "call_2"}
+REQUEST = {
+    "messages": [
+        [
+            lc("HumanMessage", content="Weather in Paris?"),
+            lc("AIMessage", content="", tool_calls=[CALL_1]),
+            lc("ToolMessage", content="18 degrees", tool_call_id="call_1"),
+        ]
+    ]
+}
+
+
+def test_tool_call_ids_missing_from_the_attributes_are_read_from_the_whole_request():
+    extra = {
+        "input.value": json.dumps(REQUEST),
+        "output.value": json.dumps(_generations(lc("AIMessage", content="", tool_calls=[CALL_2]))),
+    }
+    mapped = map_span(span("1", "llm", _lc_llm(extra)))
+    assistant, tool = mapped.input_messages[1], mapped.input_messages[2]
+    assert [c.id for c in assistant.tool_calls] == ["call_1"] and assistant.content is None
+    assert tool.tool_call_id == "call_1"
+    assert [(c.id, c.arguments) for c in mapped.output.tool_calls] == [("call_2", {"city": "Lyon"})]
+    assert any("input messages 1, 2 are not in the structured" in i for i in mapped.issues)
+    assert any("output's tool-call ids" in i and "output.value" in i for i in mapped.issues)
+
+
+def test_tool_call_ids_are_not_taken_from_a_request_holding_other_messages():
+    other_name = {"name": "get_time", "args": {}, "id": "call_9"}
+    differs = {
+        "messages": [
+            [
+                lc("HumanMessage", content="Weather in Paris?"),
+                lc("AIMessage", content="", tool_calls=[other_name]),  # another tool
+                lc("HumanMessage", content="not a tool message"),  # another role
+            ]
+        ]
+    }
+    shorter = {"messages": [[lc("HumanMessage", content="Weather in Paris?")]]}
+    for request in (differs, shorter):
+        mapped = map_span(span("1", "llm", _lc_llm({"input.value": json.dumps(request)})))
+        assert [c.id for c in mapped.input_messages[1].tool_calls] == [None]
+        assert mapped.input_messages[2].tool_call_id is None
+        assert not any("tool-call ids" in i for i in mapped.issues)

@@ -522,10 +522,7 @@ def test_no_span_with_content_is_an_other_step_with_nothing_said(name: str, path
 
 #: Fixtures otelcar does not map exactly yet (no expected.json): the property is checked, and
 #: a strict xfail turns red the day it holds, so the mark comes off with the fix.
-NOT_YET_EXACT = {
-    "langchainjs_openinference": "its tool-call ids are only in input.value / output.value "
-    "(LangChain's generations form), which neither the mapper nor the shape reader reads yet",
-}
+NOT_YET_EXACT: dict[str, str] = {}
 
 
 def _marked(cases: list[tuple[str, list[Path]]]) -> list[Any]:

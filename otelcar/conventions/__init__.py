@@ -132,6 +132,7 @@ def map_span(span: SpanFrame, logs: Sequence[LogFrame] = ()) -> MappedSpan:
         mapped = _normalized(best[2].map(span, logs))
         _provider_finish_reason(mapped, span)
         _fill_empty_messages(mapped, span)
+        _fill_call_ids(mapped, span)
         return storable(_check_unread(mapped, span, logs))
     except Exception as exc:
         mapped = _FALLBACK.map(span, logs)
@@ -225,12 +226,27 @@ WHOLE_REQUEST_KEYS = (
 _REQUEST_ENDINGS = ("input", "inputs", "request", "spaninputs", "input_value", "prompt")
 
 
-def _whole_requests(span: SpanFrame) -> list[tuple[str, Any]]:
-    keys = [k for k in WHOLE_REQUEST_KEYS if k in span.attributes]
+#: Attributes that hold a model call's whole response, by dialect, tried first.
+WHOLE_RESPONSE_KEYS = (
+    "output.value",
+    "traceloop.entity.output",
+    "langfuse.observation.output",
+    "braintrust.output_json",
+    "braintrust.output",
+    "gen_ai.completion",
+    "mlflow.spanOutputs",
+)
+#: The last part of other attribute names that may hold it.
+_RESPONSE_ENDINGS = ("output", "outputs", "response", "spanoutputs", "output_value", "completion")
+
+
+def _whole_requests(
+    span: SpanFrame, first: Sequence[str] = WHOLE_REQUEST_KEYS, endings: Sequence[str] = ()
+) -> list[tuple[str, Any]]:
+    endings = endings or _REQUEST_ENDINGS
+    keys = [k for k in first if k in span.attributes]
     keys += sorted(
-        k
-        for k in span.attributes
-        if k not in keys and k.rsplit(".", 1)[-1].lower() in _REQUEST_ENDINGS
+        k for k in span.attributes if k not in keys and k.rsplit(".", 1)[-1].lower() in endings
     )
     return [(key, span.attributes[key]) for key in keys]
 
@@ -297,3 +313,108 @@ def _fill_empty_messages(mapped: MappedSpan, span: SpanFrame) -> None:
 
 def _indexes(items: list[int]) -> str:
     return ", ".join(str(i) for i in items)
+
+
+def _role(message: Message) -> Any:
+    return normalize_role(message.role) if isinstance(message.role, str) else message.role
+
+
+def _held(
+    span: SpanFrame, first: Sequence[str], endings: Sequence[str], mine: Sequence[Any]
+) -> tuple[str, list[Message]] | None:
+    """The first whole request (or response) of ``span`` holding as many messages as
+    ``mine``, with the same roles: where the structured attributes' messages came from."""
+    for key, raw in _whole_requests(span, first, endings):
+        if isinstance(raw, str) and raw in PLACEHOLDERS:
+            continue
+        found = messages(decoded(raw), [])
+        if (
+            found
+            and len(found) == len(mine)
+            and all(isinstance(m, Message) for m in mine)
+            and [_role(m) for m in found] == [_role(m) for m in mine]
+        ):
+            return key, found
+    return None
+
+
+def _with_ids(mine: Message, theirs: Message) -> Message:
+    """``mine`` with the tool-call ids (or the tool calls) and the answered call's id that it
+    lacks and ``theirs``, the same message read from the whole request, holds."""
+    fixed = mine
+    if _role(mine) == "tool" and not mine.tool_call_id and theirs.tool_call_id:
+        fixed = replace(fixed, tool_call_id=theirs.tool_call_id)
+    if not mine.tool_calls and theirs.tool_calls and _role(mine) == "assistant":
+        fixed = replace(fixed, tool_calls=theirs.tool_calls)
+    elif (
+        mine.tool_calls
+        and len(mine.tool_calls) == len(theirs.tool_calls)
+        and any(not c.id for c in mine.tool_calls)
+        and all(
+            a.name is None or a.name == b.name
+            for a, b in zip(mine.tool_calls, theirs.tool_calls, strict=True)
+        )
+    ):
+        calls = tuple(
+            a if a.id or not b.id else replace(a, id=b.id, name=a.name or b.name)
+            for a, b in zip(mine.tool_calls, theirs.tool_calls, strict=True)
+        )
+        fixed = replace(fixed, tool_calls=calls)
+    return fixed
+
+
+def _null_content(mine: Message, theirs: Message) -> Message:
+    """An input assistant message given its calls from the request keeps the request's null
+    content where the attributes say ``""`` (LangChain's stand-in for it), as the request
+    read alone (the shape reader) gives it."""
+    fixed = _with_ids(mine, theirs)
+    if fixed is not mine and fixed.tool_calls and mine.content == "" and theirs.content is None:
+        fixed = replace(fixed, content=None)
+    return fixed
+
+
+def _lacks_ids(message: Any) -> bool:
+    if not isinstance(message, Message):
+        return False
+    if _role(message) == "tool":
+        return not message.tool_call_id
+    return _role(message) == "assistant" and (
+        not message.tool_calls or any(not c.id for c in message.tool_calls)
+    )
+
+
+def _fill_call_ids(mapped: MappedSpan, span: SpanFrame) -> None:
+    """Tool-call ids (or whole tool calls) and tool messages' call ids that the structured
+    attributes left out of an LLM step's messages are read from the span's whole request /
+    response (``input.value`` / ``output.value`` or the dialect's equivalent, LangChain's
+    ``generations`` reply too) when it holds the same messages (same count and roles, the
+    calls' names matching), with an issue: OpenInference's LangChain.js instrumentation
+    records no ``tool_call.id`` / ``tool_call_id`` attributes."""
+    if mapped.kind != "llm":
+        return
+    inputs = list(mapped.input_messages or ())
+    if any(_lacks_ids(m) for m in inputs):
+        held = _held(span, WHOLE_REQUEST_KEYS, _REQUEST_ENDINGS, inputs)
+        if held is not None:
+            key, found = held
+            fixed = [_null_content(a, b) for a, b in zip(inputs, found, strict=True)]
+            changed = [i for i, (a, b) in enumerate(zip(inputs, fixed, strict=True)) if a != b]
+            if changed:
+                mapped.input_messages = fixed
+                mapped.consumed.add(key)
+                mapped.issues.append(
+                    f"tool-call ids of input messages {_indexes(changed)} are not in the "
+                    f"structured attributes; read from {key}"
+                )
+    output = mapped.output
+    if isinstance(output, Message) and _lacks_ids(output):
+        held = _held(span, WHOLE_RESPONSE_KEYS, _RESPONSE_ENDINGS, [output])
+        if held is not None:
+            fixed_output = _with_ids(output, held[1][0])
+            if fixed_output != output:
+                mapped.output = fixed_output
+                mapped.consumed.add(held[0])
+                mapped.issues.append(
+                    f"the output's tool-call ids are not in the structured attributes; "
+                    f"read from {held[0]}"
+                )

@@ -29,7 +29,8 @@ wrote it:
 - **Messages** (:func:`messages`, :func:`normalize_message`, :func:`messages_from_list`):
   a list in any of OpenAI's, Anthropic's, LangChain's (constructors, dumps, ``(role,
   content)`` tuples) or the GenAI blocks' forms, or a request holding one (``{"messages":
-  [...]}``, LangChain's ``{"input": [...]}`` / ``{"inputs": {"messages": ...}}``); a
+  [...]}``, LangChain's ``{"input": [...]}`` / ``{"inputs": {"messages": ...}}``) or a
+  reply holding one (LangChain's ``{"generations": [[{"text", "message"}]]}``: the first); a
   message made only of tool results becomes one ``tool`` message per result, each keeping
   the message's ``name``.
 
@@ -249,8 +250,11 @@ def message_dict(value: Any) -> dict[str, Any] | None:
 def tool_message_call_id(value: Any) -> str | None:
     """The ``tool_call_id`` of a tool message in any form :func:`message_dict` reads, or in
     LangChain's ``message_to_dict`` form ``{"type": "tool", "data": {...}}`` (what
-    OpenInference records as a LangChain tool's ``output.value``); ``None`` otherwise."""
+    OpenInference records as a LangChain tool's ``output.value``), alone or wrapped as
+    ``{"output": …}`` (OpenInference's LangChain.js tool span); ``None`` otherwise."""
     value = decoded(value) if isinstance(value, str) else value
+    if isinstance(value, dict) and set(value) == {"output"}:  # LangChain.js's {"output": …}
+        value = decoded(value["output"])
     if (
         isinstance(value, dict)
         and value.get("type") == "tool"
@@ -402,11 +406,16 @@ MCP_RESULT_KEYS = frozenset(
 def messages(value: Any, issues: list[str], default_role: str = "user") -> list[Message] | None:
     """The messages ``value`` holds — a message list in any form, one message, or a
     request holding them (``{"messages": [...]}``, ``{"input": [...]}``, ``{"inputs":
-    {"messages": ...}}``) — or ``None`` when it holds none."""
+    {"messages": ...}}``), or LangChain's reply (``{"generations": [[…]]}``, its first
+    generation) — or ``None`` when it holds none."""
     value = decoded(value)
     for _ in range(MAX_DEPTH):
         if not isinstance(value, dict) or message_dict(value) is not None:
             break
+        generated = _first_generation(value)
+        if generated is not None:
+            value = generated
+            continue
         inner = next(
             (value[k] for k in ("messages", "input", "inputs", "prompt") if k in value), None
         )
@@ -426,6 +435,23 @@ def messages(value: Any, issues: list[str], default_role: str = "user") -> list[
     ):
         return None
     return messages_from_list(value, issues)
+
+
+def _first_generation(value: dict[str, Any]) -> Any:
+    """The reply of LangChain's ``LLMResult`` (``{"generations": [[{"text", "message"},
+    ...], ...]}``): the first generation's ``message``, else its ``text`` as an assistant
+    message; ``None`` when ``value`` is no such result."""
+    batches = value.get("generations")
+    if not isinstance(batches, list) or not batches:
+        return None
+    first = batches[0][0] if isinstance(batches[0], list) and batches[0] else batches[0]
+    if not isinstance(first, dict):
+        return None
+    message = decoded(first.get("message"))
+    if isinstance(message, dict):
+        return message
+    text = first.get("text")
+    return {"role": "assistant", "content": text} if isinstance(text, str) else None
 
 
 def _is_typed_dump(item: Any) -> bool:
