@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otelcar.conventions import PARAM_KEYS, UNREAD, USAGE_KEYS, MappedSpan, map_span
+from otelcar.conventions.dropped_calls import rebuild_dropped_calls
 from otelcar.conventions.memo import derived_each, trace_memo
 from otelcar.conventions.shapes import drop_notes_held_by_calls
 from otelcar.ingest.frames import LogFrame, SpanFrame
@@ -94,6 +95,7 @@ def build_trace(
     with trace_memo():  # histories repeat their messages: each is decoded once
         mapped = {sid: map_span(span, logs_by_span.get(sid, ())) for sid, span in unique.items()}
         drop_notes_held_by_calls(mapped, unique, logs_by_span)
+        rebuild_dropped_calls(mapped, unique)
         return _steps(trace_id, unique, children, orphans, mapped, logs, unlinked_logs)
 
 

@@ -269,3 +269,63 @@ def test_content_off_flags_rows():
 def test_deep_nesting_does_not_hit_the_recursion_limit():
     spans = [span(str(i), f"s{i}", parent=str(i - 1) if i else None, start=i) for i in range(3000)]
     assert len(_steps(spans).steps) == 3000
+
+
+DROPPED = {"role": "assistant", "parts": [], "finish_reason": "tool_call"}
+REASON = {"gen_ai.response.finish_reasons": ["tool_call"]}
+
+
+def _dropped_trace(second_input_call: dict, *, tool_id: str | None = "id1"):
+    args = {"gen_ai.tool.call.arguments": json.dumps({"city": "Paris"})}
+    return [
+        chat("c1", [text("user", "q")], [DROPPED], attributes=REASON, start=0, end=10),
+        tool("t1", "get_weather", tool_id, attributes=args, start=11, end=12),
+        chat(
+            "c2",
+            [text("user", "q"), second_input_call, responses(("id1", "18 degrees"))],
+            [text("assistant", "done")],
+            start=20,
+            end=30,
+        ),
+    ]
+
+
+def _by_kind(build):
+    llm = [s for s in build.steps if s["kind"] == "llm"]
+    return llm, [s for s in build.steps if s["kind"] == "tool"]
+
+
+def test_a_dropped_tool_call_is_rebuilt_from_the_tool_steps_with_an_issue():
+    llm, tools = _by_kind(_steps(_dropped_trace(DROPPED)))
+    (call,) = llm[0]["output"]["tool_calls"]
+    assert (call["id"], call["name"], decode_arguments(call["arguments"])) == (
+        "id1",
+        "get_weather",
+        {"city": "Paris"},
+    )
+    assert any("rebuilt from the tool steps" in i for i in llm[0]["issues"]), llm[0]["issues"]
+    assert tools[0]["call_step"] == llm[0]["step"]
+    # the next call's empty assistant turn gets the same calls, and is no longer flagged
+    turn = llm[1]["input_messages"][1]
+    assert [c["id"] for c in turn["tool_calls"]] == ["id1"]
+    assert any("input message 1 (assistant) was recorded empty" in i for i in llm[1]["issues"])
+    assert not any("have no content" in i for i in llm[1]["issues"]), llm[1]["issues"]
+
+
+def test_a_dropped_tool_call_is_taken_from_the_next_calls_input_first():
+    held = calls(("id1", "get_weather", {"city": "Lyon"}))
+    llm, _ = _by_kind(_steps(_dropped_trace(held, tool_id=None)))
+    (call,) = llm[0]["output"]["tool_calls"]
+    assert (call["id"], decode_arguments(call["arguments"])) == ("id1", {"city": "Lyon"})
+    assert any("rebuilt from the next model call's input" in i for i in llm[0]["issues"])
+
+
+def test_an_empty_tool_call_reply_that_cannot_be_rebuilt_is_flagged():
+    spans = [chat("c1", [text("user", "q")], [DROPPED], attributes=REASON, start=0, end=10)]
+    llm, _ = _by_kind(_steps(spans))
+    assert llm[0]["output"]["tool_calls"] == []
+    assert any("holds no tool calls to rebuild" in i for i in llm[0]["issues"]), llm[0]["issues"]
+    # an empty reply that did not stop for tool calls is left alone
+    plain = [chat("c1", [text("user", "q")], [{"role": "assistant", "parts": []}], start=0)]
+    llm, _ = _by_kind(_steps(plain))
+    assert not any("tool_call" in i for i in llm[0]["issues"])
