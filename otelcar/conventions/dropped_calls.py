@@ -19,6 +19,8 @@ from otelcar.conventions.base import MappedSpan
 from otelcar.ingest.frames import SpanFrame
 from otelcar.messages import Message, ToolCall
 
+#: Finish reasons that say the model asked for tools (normalized, and providers' own).
+TOOL_REASONS = frozenset({"tool_call", "tool_calls", "tool_use", "tool-calls", "function_call"})
 #: The start of the issue the empty-message fill puts on an input message it cannot fill.
 _UNFILLED = "input messages "
 _UNFILLED_TAIL = "have no content, and the span holds no request"
@@ -49,7 +51,7 @@ def rebuild_dropped_calls(mapped: Mapping[str, MappedSpan], spans: Mapping[str, 
     dropped = [
         k
         for k, sid in enumerate(llm)
-        if mapped[sid].finish_reason == "tool_call" and _empty(mapped[sid].output)
+        if mapped[sid].finish_reason in TOOL_REASONS and _empty(mapped[sid].output)
     ]
     for k in dropped:
         step = mapped[llm[k]]
