@@ -178,6 +178,22 @@ class Attrs:
         return {k: v for k, v in self._attributes.items() if k not in self.consumed}
 
 
+def span_error(span: SpanFrame) -> str | None:
+    """The error of a span whose status is ERROR: its status message, else its exception
+    event's message or type, else ``"status ERROR"``; ``None`` for any other status."""
+    if span.status_code != "ERROR":
+        return None
+    if span.status_message:
+        return span.status_message
+    for event in span.events:
+        if event.get("name") == "exception":
+            found = event.get("attributes") or {}
+            text = found.get("exception.message") or found.get("exception.type")
+            if text:
+                return str(text)
+    return "status ERROR"
+
+
 def storable(mapped: MappedSpan) -> MappedSpan:
     """``mapped`` with every value the steps table could not hold taken out, each with an
     issue (the raw value stays in the span's attributes): integers past int64 and numbers

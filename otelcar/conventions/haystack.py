@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from otelcar.conventions.base import Attrs, MappedSpan
+from otelcar.conventions.base import Attrs, MappedSpan, span_error
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.conventions.openai_shapes import count, usage_object
@@ -82,7 +82,7 @@ class HaystackMapper:
         mapped = MappedSpan(
             kind="other", name=span.name, source=NAME, operation=span.name, consumed=consumed
         )
-        mapped.error = _error(span)
+        mapped.error = span_error(span)
         component_type = text_of(span.attributes.get("haystack.component.type"))
         if span.name == "haystack.agent.step.llm" or LLM_IN in span.attributes:
             mapped.kind = "llm"
@@ -108,20 +108,6 @@ class HaystackMapper:
                 )
         mapped.content_truncated = bool(attrs.truncated)
         return mapped
-
-
-def _error(span: SpanFrame) -> str | None:
-    if span.status_code != "ERROR":
-        return None
-    if span.status_message:
-        return span.status_message
-    for event in span.events:
-        if event.get("name") == "exception":
-            found = event.get("attributes") or {}
-            text = found.get("exception.message") or found.get("exception.type")
-            if text:
-                return str(text)
-    return "status ERROR"
 
 
 def _has_key(span: SpanFrame, attribute: str, key: str) -> bool:

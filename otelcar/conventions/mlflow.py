@@ -31,7 +31,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from otelcar.conventions.base import Attrs, MappedSpan
+from otelcar.conventions.base import Attrs, MappedSpan, span_error
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.conventions.openai_shapes import (
@@ -78,7 +78,7 @@ class MLflowMapper:
         attrs.get("mlflow.traceRequestId")
         attrs.get("mlflow.spanLogLevel")
         attrs.get("mlflow.spanFunctionName")
-        mapped.error = _error(span)
+        mapped.error = span_error(span)
         if mapped.kind == "llm":
             _map_llm(span, attrs, mapped)
         elif mapped.kind == "tool":
@@ -97,20 +97,6 @@ def _json_text(value: Any) -> str:
     except ValueError:
         decoded = value
     return str(decoded) if isinstance(decoded, str) else str(value)
-
-
-def _error(span: SpanFrame) -> str | None:
-    if span.status_code != "ERROR":
-        return None
-    if span.status_message:
-        return span.status_message
-    for event in span.events:
-        if event.get("name") == "exception":
-            found = event.get("attributes") or {}
-            text = found.get("exception.message") or found.get("exception.type")
-            if text:
-                return str(text)
-    return "status ERROR"
 
 
 def _unread(mapped: MappedSpan, key: str, what: str) -> None:
