@@ -5,6 +5,7 @@ the mappers (issue 36)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -534,3 +535,17 @@ def test_tool_call_ids_are_not_taken_from_a_request_holding_other_messages():
         assert [c.id for c in mapped.input_messages[1].tool_calls] == [None]
         assert mapped.input_messages[2].tool_call_id is None
         assert not any("tool-call ids" in i for i in mapped.issues)
+
+
+def test_a_trace_recorded_with_content_capture_off_is_not_flagged_as_empty_messages() -> None:
+    """With capture off every input message is a role and nothing else (tool calls keep
+    names and ids): that is said as not captured, not as messages the model saw empty."""
+    from otelcar import read_otlp
+
+    otlp = Path(__file__).resolve().parents[1] / "fixtures" / "otlp"
+    for name in ("legacy_nocontent", "new_nocontent"):
+        steps = read_otlp([otlp / f"{name}.traces.jsonl", otlp / f"{name}.logs.jsonl"])
+        llm = steps.filter(steps["kind"] == "llm")
+        assert not llm["content_captured"].any(), name
+        issues = [i for row in llm["issues"] for i in row]
+        assert not [i for i in issues if "an empty message is not what the model saw" in i], name

@@ -17,6 +17,7 @@ from typing import Any
 from otelcar.conventions.base import (
     PARAM_KEYS,
     STEP_KINDS,
+    UNREAD,
     USAGE_KEYS,
     Attrs,
     DialectMapper,
@@ -45,8 +46,6 @@ __all__ = [
     "register_mapper",
 ]
 
-#: The prefix of the issue on a step whose span carries content no mapper read.
-UNREAD = "content unread: "
 CONTENT_PREFIXES = (
     "gen_ai.input.messages",
     "gen_ai.output.messages",
@@ -264,7 +263,8 @@ def _fill_empty_messages(mapped: MappedSpan, span: SpanFrame) -> None:
     """Input messages the structured attributes left without content (a system message
     whose content was a list of text blocks; history messages with only a role) are read
     from the span's whole request (``input.value`` or the dialect's equivalent) when it
-    holds the same messages, with an issue; those that cannot be filled are flagged."""
+    holds the same messages, with an issue; those that cannot be filled are flagged, unless
+    no message holds any text (content capture was off: the step says so already)."""
     if mapped.kind != "llm" or not mapped.input_messages:
         return
     inputs = list(mapped.input_messages)
@@ -303,7 +303,7 @@ def _fill_empty_messages(mapped: MappedSpan, span: SpanFrame) -> None:
             f"read from {source}"
         )
     left = [i for i in empty if i not in filled]
-    if left:
+    if left and any(text_of(m.content) for m in inputs):  # no text at all: capture was off
         shown = ", ".join(f"{i} ({text_of(inputs[i].role)})" for i in left[:8])
         mapped.issues.append(
             f"input messages {shown} have no content, and the span holds no request to read "

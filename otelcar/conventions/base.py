@@ -178,6 +178,10 @@ class Attrs:
         return {k: v for k, v in self._attributes.items() if k not in self.consumed}
 
 
+#: The prefix of the issue on a step whose span carries content no mapper read.
+UNREAD = "content unread: "
+
+
 def span_error(span: SpanFrame) -> str | None:
     """The error of a span whose status is ERROR: its status message, else its exception
     event's message or type, else ``"status ERROR"``; ``None`` for any other status."""

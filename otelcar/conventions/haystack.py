@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from otelcar.conventions.base import Attrs, MappedSpan, span_error
+from otelcar.conventions.base import UNREAD, Attrs, MappedSpan, span_error
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import normalize_finish_reason, tool_definitions
 from otelcar.conventions.openai_shapes import count, usage_object
@@ -44,7 +44,6 @@ from otelcar.messages import Message, parse_arguments, text_of
 NAME = "haystack"
 PRIORITY = 15
 PREFIX = "haystack."
-UNREAD = "content unread: "
 LLM_IN, LLM_OUT = "haystack.agent.step.llm.input", "haystack.agent.step.llm.output"
 TOOL_IN, TOOL_OUT = "haystack.agent.step.tool.input", "haystack.agent.step.tool.output"
 COMPONENT_IN, COMPONENT_OUT = "haystack.component.input", "haystack.component.output"

@@ -31,7 +31,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from otelcar.conventions.base import Attrs, MappedSpan, span_error
+from otelcar.conventions.base import UNREAD, Attrs, MappedSpan, span_error
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.conventions.openai_shapes import (
@@ -47,7 +47,6 @@ from otelcar.messages import Message, ToolCall, parse_arguments, text_of
 NAME = "mlflow"
 PRIORITY = 15  # before the GenAI mapper: MLflow spans may carry a few gen_ai.* keys too
 SPAN_TYPE, INPUTS, OUTPUTS = "mlflow.spanType", "mlflow.spanInputs", "mlflow.spanOutputs"
-UNREAD = "content unread: "
 _KINDS = {"CHAT_MODEL": "llm", "LLM": "llm", "TOOL": "tool", "AGENT": "agent"}
 _LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 CHUNK_EVENT, CHUNK_VALUE = "mlflow.chunk.item.", "mlflow.chunk.value"

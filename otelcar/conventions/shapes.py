@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from otelcar.conventions.base import MappedSpan
+from otelcar.conventions.base import UNREAD, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import messages_from_parts, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
@@ -49,7 +49,6 @@ from otelcar.messages import Message, ToolCall, normalize_role, parse_arguments,
 
 SOURCE = "shape"
 #: The prefix of the issue on a step whose span carries content no reader read.
-UNREAD = "content unread: "
 #: Plain text at least this long is content.
 MIN_TEXT = 200
 #: Longest value parsed (longer ones are content by length, never parsed here).
