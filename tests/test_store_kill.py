@@ -235,8 +235,11 @@ def _building(store: Path, since_ns: int) -> bool:
     the command started (``reindex`` builds into ``derived.new``, which exists only
     meanwhile), before ``state.json`` moved past it."""
     rebuilt = store / "derived.new"
-    if any(_fresh(p, since_ns) for p in rebuilt.glob("*/build-*.parquet")):
-        return True
+    try:
+        if any(_fresh(p, since_ns) for p in rebuilt.glob("*/build-*.parquet")):
+            return True
+    except FileNotFoundError:  # the rebuild finished (renamed into place) while we looked
+        pass
     derived = store / "derived"
     try:
         state = json.loads((derived / "state.json").read_text())
