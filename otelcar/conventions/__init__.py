@@ -240,9 +240,8 @@ _RESPONSE_ENDINGS = ("output", "outputs", "response", "spanoutputs", "output_val
 
 
 def _whole_requests(
-    span: SpanFrame, first: Sequence[str] = WHOLE_REQUEST_KEYS, endings: Sequence[str] = ()
+    span: SpanFrame, first: Sequence[str], endings: Sequence[str]
 ) -> list[tuple[str, Any]]:
-    endings = endings or _REQUEST_ENDINGS
     keys = [k for k in first if k in span.attributes]
     keys += sorted(
         k for k in span.attributes if k not in keys and k.rsplit(".", 1)[-1].lower() in endings
@@ -272,29 +271,19 @@ def _fill_empty_messages(mapped: MappedSpan, span: SpanFrame) -> None:
     if not empty:
         return
     filled: list[int] = []
-    source = None
-    for key, raw in _whole_requests(span):
-        if isinstance(raw, str) and raw in PLACEHOLDERS:
-            continue
-        found = messages(decoded(raw), [])
-        if not found or len(found) != len(inputs):
-            continue
-        roles = [normalize_role(m.role) for m in found]
-        if roles != [normalize_role(m.role) if isinstance(m.role, str) else m.role for m in inputs]:
-            continue
-        for i in empty:
-            if found[i].has_content() or found[i].tool_calls:
-                inputs[i] = replace(
-                    inputs[i],
-                    content=found[i].content,
-                    tool_calls=inputs[i].tool_calls or found[i].tool_calls,
-                    reasoning=found[i].reasoning,
-                    tool_call_id=inputs[i].tool_call_id or found[i].tool_call_id,
-                    name=inputs[i].name or found[i].name,
-                )
-                filled.append(i)
-        source = key
-        break
+    held = _held(span, WHOLE_REQUEST_KEYS, _REQUEST_ENDINGS, inputs)
+    source, found = held if held is not None else (None, [])
+    for i in empty if found else ():
+        if found[i].has_content() or found[i].tool_calls:
+            inputs[i] = replace(
+                inputs[i],
+                content=found[i].content,
+                tool_calls=inputs[i].tool_calls or found[i].tool_calls,
+                reasoning=found[i].reasoning,
+                tool_call_id=inputs[i].tool_call_id or found[i].tool_call_id,
+                name=inputs[i].name or found[i].name,
+            )
+            filled.append(i)
     if filled:
         mapped.input_messages = inputs
         mapped.consumed.add(str(source))
