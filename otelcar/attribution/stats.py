@@ -18,6 +18,11 @@ Every function is pure and documents its method and assumptions.
   an optimistic current trend (the futility rule: only ever used to stop without a culprit).
 - :func:`contrast_interval` — interval for the mean of paired per-rollout contrasts (is the
   culprit's Δ above another step's?).
+- :func:`discordant_e_value` — an anytime-valid e-value on the discordant pairs (a mixture
+  likelihood ratio, a test supermartingale under ``P(favourable | discordant) ≤ 1/2``):
+  one hypothesis checked after every pair, stopped whenever the evidence suffices (Ville).
+  :func:`two_sided_e_value`, :func:`pairs_to_reject`, :func:`sequential_power` and
+  :func:`detectable_by` go with it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
-from scipy.special import gammaln
+from scipy.special import betainc, betaln, gammaln
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,3 +250,99 @@ def contrast_interval(values: Sequence[float], confidence: float, bound: float) 
     half = _z(confidence) * math.sqrt(variance / n)
     mean_observed = sum(values) / len(values)
     return Interval(max(-bound, mean_observed - half), min(bound, mean_observed + half))
+
+
+#: The mixing weight of :func:`discordant_e_value` on ``p = 1`` (every discordant pair
+#: favourable); the rest is spread uniformly over ``(1/2, 1]``.
+E_POINT_MASS = 0.5
+
+
+def discordant_e_value(favourable: int, unfavourable: int) -> float:
+    """The e-value of ``favourable`` against ``unfavourable`` discordant pairs for
+    H0: ``p ≤ 1/2``, ``p`` the chance that a discordant pair is favourable (one-sided McNemar's
+    null), H1: ``p > 1/2``.
+
+    A mixture likelihood ratio: ``E = ∫ (2p)^b (2(1−p))^c dπ(p)`` with ``π`` half a point mass
+    at ``p = 1`` (:data:`E_POINT_MASS`) and half uniform on ``[1/2, 1]``
+    (``b = favourable``, ``c = unfavourable``; concordant pairs leave it unchanged). For any
+    ``p' ≥ 1/2`` and any null ``p ≤ 1/2`` a discordant pair multiplies the ratio at ``p'`` by
+    a factor of expectation ``2p'p + 2(1−p')(1−p) ≤ 1``, so every component, and the
+    mixture, is a nonnegative supermartingale in the pairs starting at 1 (a test
+    supermartingale). By Ville's inequality ``P(sup_n E_n ≥ 1/α) ≤ α`` under H0: rejecting
+    whenever ``E ≥ 1/α``, after any pair, with any rule for stopping or going on, keeps the
+    error at ``α``; ``min(1, 1/max E)`` over the values seen is an anytime-valid p-value. The
+    point mass lets a clean effect reject after as few favourable pairs as the exact
+    fixed-size test needs (5 at α = 0.05: E = 21.25), where the uniform part alone needs 7;
+    its price: after one unfavourable pair only the uniform half is left (11 favourable
+    pairs then).
+    """
+    b, c = favourable, unfavourable
+    point = E_POINT_MASS * (2.0**b if c == 0 else 0.0)
+    # (2)^(b+c) · 2 · ∫_{1/2}^1 p^b (1−p)^c dp = 2^(b+c+1) · B(b+1, c+1) · I_{1/2}(c+1, b+1)
+    log_uniform = (b + c + 1) * math.log(2.0) + float(betaln(b + 1, c + 1))
+    uniform = math.exp(log_uniform) * float(betainc(c + 1, b + 1, 0.5))
+    return point + (1.0 - E_POINT_MASS) * uniform
+
+
+def two_sided_e_value(first: int, second: int) -> float:
+    """The e-value against ``p = 1/2`` in either direction: the mean of the one-sided
+    e-values for ``first`` and for ``second`` (:func:`discordant_e_value`); a mean of test
+    supermartingales under ``p = 1/2`` is one, so Ville's inequality holds for it too."""
+    return (discordant_e_value(first, second) + discordant_e_value(second, first)) / 2
+
+
+def pairs_to_reject(favourable: int, unfavourable: int, alpha: float, most: int = 10_000) -> int:
+    """The fewest further discordant pairs after which :func:`discordant_e_value` could reach
+    ``1/alpha`` (when every one of them is favourable); 0 when it already has; ``most + 1``
+    when not within ``most``. The size of the next batch a sequential check needs: fewer
+    pairs cannot reject, so it is never worth checking sooner."""
+    for extra in range(most + 1):
+        if discordant_e_value(favourable + extra, unfavourable) >= 1 / alpha:
+            return extra
+    return most + 1
+
+
+def sequential_power(favourable: float, unfavourable: float, pairs: int, alpha: float) -> float:
+    """The chance that :func:`discordant_e_value`, checked after every pair, reaches
+    ``1/alpha`` within ``pairs`` pairs when each pair is independently favourable-discordant
+    with probability ``favourable``, unfavourable-discordant with ``unfavourable`` and
+    concordant otherwise (exact: a walk over the counts, absorbed at the threshold). Checking
+    less often can only lower it."""
+    rest = max(0.0, 1.0 - favourable - unfavourable)
+    threshold = 1 / alpha
+    alive = {(0, 0): 1.0}
+    crossed = 0.0
+    for _ in range(pairs):
+        nxt: dict[tuple[int, int], float] = {}
+        for (b, c), mass in alive.items():
+            for (nb, nc), step in (
+                ((b + 1, c), favourable),
+                ((b, c + 1), unfavourable),
+                ((b, c), rest),
+            ):
+                if step <= 0:
+                    continue
+                if (nb, nc) != (b, c) and discordant_e_value(nb, nc) >= threshold:
+                    crossed += mass * step
+                else:
+                    nxt[nb, nc] = nxt.get((nb, nc), 0.0) + mass * step
+        alive = nxt
+    return min(1.0, crossed)
+
+
+def detectable_by(pairs: int, alpha: float, power: float = 0.8) -> float:
+    """The smallest effect Δ (to 0.01) that a sequential check of :func:`discordant_e_value`
+    with at most ``pairs`` pairs finds with probability ``power``, when each pair is
+    favourable-discordant with probability Δ and never unfavourable (a monotone effect:
+    the best case, so a check that misses a larger effect is underpowered, not refuting);
+    1.0 when even Δ = 1 is not found that often."""
+    low, high = 0, 100  # in hundredths
+    if sequential_power(1.0, 0.0, pairs, alpha) < power:
+        return 1.0
+    while low < high:
+        mid = (low + high) // 2
+        if sequential_power(mid / 100, 0.0, pairs, alpha) >= power:
+            high = mid
+        else:
+            low = mid + 1
+    return high / 100
