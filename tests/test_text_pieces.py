@@ -4,6 +4,7 @@ items, HTML comments and elements, code blocks), on the shapes that fused before
 from __future__ import annotations
 
 import itertools
+import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,3 +106,51 @@ def test_units_are_ordered_disjoint_and_lose_no_text(text: str):
             assert cs <= s < e <= ce or (cs, ce) == (s, e) or ce == e
         for a, b in atomic_spans(text):  # never split inside an atomic span
             assert not any(a < s < b or a < e < b for s, e in spans), (split, text)
+
+
+def _outside_union(text: str, regions: list[tuple[int, int]]) -> str:
+    """``text`` with every character inside one of ``regions`` deleted, and no other."""
+    return "".join(c for i, c in enumerate(text) if not any(s <= i < e for s, e in regions))
+
+
+pieced = st.lists(
+    st.tuples(
+        st.sampled_from(["Refund it.", "Zone a.", "B.", "C.", "Done!", "X", COMMENT, "1.", ""]),
+        st.sampled_from(["", " ", "\n", "\n\n", "  \n"]),
+    ),
+    min_size=2,
+    max_size=9,
+).map(lambda parts: "".join(word + gap for word, gap in parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(pieced, prose))
+def test_removing_pieces_deletes_exactly_the_union_of_their_cut_regions(text: str):
+    """Cut regions overlap (the last unit's cut starts at the previous unit's end; a line's
+    cut and a sentence's inside the next line share a separator): removing both deleted
+    characters outside them (the newline after them, or the start of the text that follows)
+    once the edit window was widened to be unique, and always inside a JSON string. Every
+    pair of pieces, in a plain message and inside a JSON string, must delete exactly the
+    union of their cut regions and nothing else."""
+    from otelcar.attribution.context.pieces import apply_edits, children, edits_for, top_level
+    from otelcar.messages import Message
+
+    for content in (text, json.dumps({"note": text})):
+        context = [Message("system", "rules"), Message("user", content)]
+        tops = [p for p in top_level(context) if p.message == 1]
+        frontier = children(tops[0], context) if tops else []
+        pool = list(frontier)
+        while frontier:  # every level: sentences inside lines inside paragraphs
+            frontier = [k for p in frontier for k in children(p, context)]
+            pool += frontier
+        source = json.loads(content)["note"] if content != text else content
+        for chosen in itertools.combinations([p for p in pool if p.span is not None], 2):
+            if chosen[0].path != chosen[1].path:
+                continue
+            kept = [p for p in chosen if not any(q is not p and q.contains(p) for q in chosen)]
+            expected = _outside_union(source, [p.cut for p in kept])
+            if not expected.strip():
+                continue  # everything cut: the whole message or item becomes the marker
+            edited = apply_edits(context, edits_for(chosen, context))[1].content or ""
+            got = json.loads(edited)["note"] if content != text else edited
+            assert got == expected, (source, [p.cut for p in kept])

@@ -419,14 +419,30 @@ def outermost(pieces: Iterable[Piece]) -> list[Piece]:
     return [p for p in unique if not any(q is not p and q.contains(p) for q in unique)]
 
 
-def _cut(text: str, pieces: Sequence[Piece], fill: str) -> str:
-    replacement = fill_text(fill)
-    for piece in sorted(pieces, key=lambda p: -(p.span or (0, 0))[0]):
-        assert piece.span is not None and piece.cut is not None
-        if replacement is None:
-            text = text[: piece.cut[0]] + text[piece.cut[1] :]
+def merged_regions(regions: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``regions`` sorted, with every two that overlap merged into one (their union)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(regions):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
-            text = text[: piece.span[0]] + replacement + text[piece.span[1] :]
+            merged.append((start, end))
+    return merged
+
+
+def _cut(text: str, pieces: Sequence[Piece], fill: str) -> str:
+    """``text`` with ``pieces`` cut out (their cut regions) or replaced by the fill (their
+    spans). Regions that overlap — the last unit's cut starts at the previous unit's end, and
+    a line's cut can share a separator with a sentence of the next line — are merged first:
+    removing them one by one shifted the text under the second, which then deleted
+    characters outside both."""
+    replacement = fill_text(fill)
+    regions = []
+    for piece in pieces:
+        assert piece.span is not None and piece.cut is not None
+        regions.append(piece.cut if replacement is None else piece.span)
+    for start, end in reversed(merged_regions(regions)):
+        text = text[:start] + (replacement or "") + text[end:]
     return text
 
 
