@@ -27,7 +27,7 @@ from otelcar.conventions.base import (
 from otelcar.conventions.generic import GenericMapper
 from otelcar.conventions.memo import derived_each
 from otelcar.conventions.normalize import decoded, messages, unwrap_arguments, unwrap_result
-from otelcar.conventions.shapes import check_claimed
+from otelcar.conventions.shapes import check_claimed, holding_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, normalize_role, text_of
 from otelcar.plugins.door import RegistryHook
@@ -160,9 +160,13 @@ def _check_unread(mapped: MappedSpan, span: SpanFrame, logs: Sequence[LogFrame])
     """Content the mapper left unread is said (:func:`.shapes.check_claimed`): an LLM or
     tool step left without content although its span carries some, or holding only part of
     what its span's message-shaped values hold, is *content unread* (an issue starting
-    :data:`UNREAD`), never "not captured"."""
-    keys = content_keys(span, logs) if mapped.kind in ("llm", "tool") else []
-    return check_claimed(mapped, span, logs, [] if mapped.has_content() else keys)
+    :data:`UNREAD`), never "not captured". A value named as content that holds only what
+    the step already holds (a message's skeleton, recorded with content capture off) is no
+    unread content (:func:`.shapes.holding_text`): that step says *not captured*."""
+    if mapped.kind not in ("llm", "tool") or mapped.has_content():
+        return check_claimed(mapped, span, logs, [])
+    keys = holding_text(mapped, content_keys(span, logs), span, logs)
+    return check_claimed(mapped, span, logs, keys)
 
 
 def _with_normal_role(_position: int, message: Any) -> Any:

@@ -14,7 +14,9 @@ wherever they sit in a span's attributes and events:
 * :func:`content_keys` names the attributes and events of a span that carry content: at least
   :data:`MIN_TEXT` characters of text, or message-, API- or tool-shaped JSON / repr.
 * :func:`unread_keys` names those of them whose content a mapped step does not hold (the
-  *content unread* issue: never silent, whatever the names).
+  *content unread* issue: never silent, whatever the names); :func:`holding_text` keeps, of
+  the values a name list marks as content, those holding text the step does not (a value
+  recorded with content capture off holds only a message's skeleton: *not captured*).
 
 Cheap checks come first (type, length, first character) and values are parsed only when they
 may be structured; values the dialect mappers read are never parsed again here. Python reprs
@@ -35,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from otelcar.conventions.base import UNREAD, MappedSpan
+from otelcar.conventions.base import _TEXT_FIELDS, UNREAD, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import messages_from_parts, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
@@ -1065,6 +1067,94 @@ def _leaves(value: Any, out: set[str], level: int = 0) -> None:
     elif isinstance(value, list):
         for item in value:
             _leaves(item, out, level + 1)
+
+
+def holding_text(
+    mapped: MappedSpan, keys: Sequence[str], span: SpanFrame, logs: Sequence[LogFrame] = ()
+) -> list[str]:
+    """Of ``keys`` (attribute names, or event names standing for every span event and log
+    record of that name), those whose values hold text ``mapped`` does not hold.
+
+    A producer recording with content capture off keeps a message's skeleton and drops its
+    text: the v1.28 events keep an empty body, a role, the tool calls' names, ids and
+    ``type``, a finish reason; an indexed attribute keeps a role or a finish reason. Such a
+    value holds nothing the step does not already hold (its roles, names, call ids, finish
+    reason, model, provider…), so its content was *not captured*, not left unread. Every
+    other string leaf counts, whatever its length (``"Hi"`` is a message); a ``type`` field
+    (``function``, ``text``, ``tool_use``) names its object's kind and is no text."""
+    skeleton: set[str] | None = None
+    out = []
+    for key in keys:
+        leaves: set[str] = set()
+        for value in _named_values(key, span, logs):
+            _text_leaves(value, leaves)
+        if not leaves:
+            continue
+        if skeleton is None:
+            skeleton = _skeleton(mapped)
+            held = _Held([mapped])
+        if any(
+            leaf not in skeleton
+            and normalize_finish_reason(leaf) not in skeleton
+            and normalize_role(leaf) not in skeleton
+            and leaf not in held.texts
+            and leaf not in held.joined
+            for leaf in leaves
+        ):
+            out.append(key)
+    return out
+
+
+def _named_values(key: str, span: SpanFrame, logs: Sequence[LogFrame]) -> Iterator[Any]:
+    """The values under ``key``: a span attribute, or the attributes of the span events and
+    the bodies and attributes of the log records named ``key``."""
+    if key in span.attributes:
+        yield span.attributes[key]
+        return
+    for event in span.events:
+        if event.get("name") == key:
+            for name, value in (event.get("attributes") or {}).items():
+                if not name.startswith(NOT_CONTENT):
+                    yield value
+    for log in logs:
+        if log.event_name == key:
+            yield log.body
+            for name, value in log.attributes.items():
+                if not name.startswith(NOT_CONTENT) and name != "event.name":
+                    yield value
+
+
+def _text_leaves(value: Any, out: set[str], level: int = 0) -> None:
+    """The non-empty string leaves of ``value`` (JSON and repr text parsed) but ``type``
+    fields, into ``out``."""
+    if value is None or level > MAX_DEPTH + 4:
+        return
+    if isinstance(value, str):
+        parsed = parse(value) if _may_hold(value) else None
+        if parsed is None:
+            if value.strip():
+                out.add(value.strip())
+            return
+        value = parsed
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if name != "type":
+                _text_leaves(item, out, level + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _text_leaves(item, out, level + 1)
+
+
+def _skeleton(mapped: MappedSpan) -> set[str]:
+    """The strings a step holds besides its content: its text fields (names, ids, models,
+    provider, finish reason…) and its messages' roles, names, call ids and tool names."""
+    out = {value for name in _TEXT_FIELDS if isinstance(value := getattr(mapped, name), str)}
+    messages = [*(mapped.input_messages or ()), *([mapped.output] if mapped.output else ())]
+    for message in [*messages, *mapped.alternates]:
+        out.update(s for s in (message.role, message.name, message.tool_call_id) if s)
+        for call in message.tool_calls:
+            out.update(s for s in (call.name, call.id) if s)
+    return out
 
 
 #: The prefix of the note on a dialect's ``other`` step whose values hold messages.
