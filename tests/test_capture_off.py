@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from otelcar import read_otlp
@@ -95,3 +96,30 @@ def test_a_short_text_in_a_capture_off_body_is_unread_not_skeleton():
     # the mapper read it; a step that did not hold it is told so
     bare = map_span(*_llm_spans("legacy_nocontent")[0])
     assert holding_text(bare, content_keys(span, logs), span, logs) == ["gen_ai.user.message"]
+
+
+def test_recorded_run_says_not_captured_or_unread_as_the_step_does():
+    """The fidelity check's reasons (the recorded run's problems) follow the step: capture
+    off is "not captured (content capture was off)"; a step whose content is on the wire
+    but unread says "unread", never that capture was off."""
+    from otelcar.replay import check_fidelity, load_run
+
+    steps = read_otlp(_files("legacy_nocontent"))
+    run = load_run(steps["trace_id"][0], steps)
+    problems = [p for d in run.decisions for p in d.problems]
+    assert "context not captured (content capture was off)" in problems
+    assert not [p for p in problems if "unread" in p]
+
+    issue = f"{UNREAD}gen_ai.choice carry content 'x' did not read"
+    unread = steps.with_columns(
+        issues=pl.when(pl.col("kind") == "llm")
+        .then(pl.col("issues").list.concat(pl.lit([issue])))
+        .otherwise(pl.col("issues"))
+    )
+    run = load_run(unread["trace_id"][0], unread)
+    for decision in run.decisions:
+        assert decision.problems[0].startswith("context unread: the trace holds it")
+        assert not [p for p in decision.problems if "capture was off" in p]
+    report = check_fidelity(run)
+    assert {s.verdict for s in report.steps} == {"unreproducible"}
+    assert all("unread" in " ".join(s.reasons) for s in report.steps)

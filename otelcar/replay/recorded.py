@@ -25,10 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from otelcar.conventions.base import UNREAD
 from otelcar.messages import Message, ToolCall
 
 if TYPE_CHECKING:
     from otelcar.replay.requests import AgentDeclaration, RunRequests
+
+#: Said of a context or action the trace holds but otelcar did not read (the step's
+#: *content unread* issue), apart from one the producer did not capture (capture off).
+UNREAD_WHY = "unread: the trace holds it, otelcar did not read it (see the step's issues)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,16 +312,27 @@ def load_run(
             provider=row["provider"],
             tool_choice=row.get("tool_choice"),
         )
+        unread = any(str(i).startswith(UNREAD) for i in row.get("issues") or ())
         if context is None:
             decision.problems.append(
                 "context truncated by an attribute length limit"
                 if row["content_truncated"]
+                else f"context {UNREAD_WHY}"
+                if unread
                 else "context not captured (content capture was off)"
             )
         if action is None:
-            decision.problems.append("action (model output) not captured")
+            decision.problems.append(
+                f"action (model output) {UNREAD_WHY}"
+                if unread
+                else "action (model output) not captured"
+            )
         elif not captured:
-            decision.problems.append("action recorded without content (tool names and ids only)")
+            decision.problems.append(
+                f"action's content {UNREAD_WHY}"
+                if unread
+                else "action recorded without content (tool names and ids only)"
+            )
         decisions.append(decision)
     for decision in decisions:
         calls = decision.action.tool_calls if decision.action else ()
