@@ -606,10 +606,15 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     assert result.verdict == "culprit" and result.culprit.index == 2
     checks = {r.name: r for r in result.refutations}
     assert set(checks) == {"placebo", "fresh seeds"} and all(r.passed for r in checks.values())
-    # A strong effect is rechecked at the first look (8 rollouts per plan); the placebo shares
-    # the held arm and its Do asks the held arm's requests (cache hits).
-    assert checks["placebo"].delta == 0 and checks["placebo"].pairs == 8
-    assert checks["fresh seeds"].delta > 0.5 and checks["fresh seeds"].p_value < 0.01
+    # A strong effect is rechecked sequentially: 5 favourable pairs reach 1/alpha (e-value
+    # 21.25), so 5 rollouts per plan; the placebo shares the held arm and its Do asks the
+    # held arm's requests (cache hits). Flags and p-values agree (p = 1 / e-value).
+    recheck = checks["fresh seeds"]
+    assert checks["placebo"].delta == 0 and checks["placebo"].pairs == recheck.pairs
+    assert 5 <= recheck.pairs < 8 and recheck.delta > 0.5 and recheck.p_value <= 0.05
+    assert recheck.p_value == pytest.approx(1 / recheck.e_value)
+    assert checks["placebo"].p_value > 0.05 and checks["placebo"].e_value < 20
+    assert 0 < recheck.detectable < 0.5 and recheck.max_pairs == 32
     assert "Refutation (placebo and fresh seeds): passed." in result.headline()
     data = result.to_dict()
     jsonschema.validate(
@@ -628,7 +633,10 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     )  # fmt: skip
     recheck = next(r for r in checks if r.name == "fresh seeds")
     assert not recheck.passed and recheck.p_value > 0.05
-    assert recheck.pairs == 32  # no rejection at 8 or 16: every look was taken
+    assert recheck.p_value == pytest.approx(min(1.0, 1 / recheck.e_value))
+    # it stops once even all-favourable pairs could no longer confirm it within 32
+    assert 5 <= recheck.pairs <= 32
+    assert "finds Δ ≥" in recheck.summary() and "underpowered" in recheck.summary()
     off = _attribute(scenario, seed=3, refutation=False)
     assert off.refutations == [] and off.cost["llm_calls"] < result.cost["llm_calls"]
     assert result.cost["llm_calls"] - off.cost["llm_calls"] <= 2 * 8 * 4  # two arms, 8 each

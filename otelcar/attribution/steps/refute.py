@@ -15,12 +15,20 @@ check reuses the rollouts that chose the culprit:
   the same stage), and a faithful ``Do`` asks exactly ``P_k``'s requests, served from the
   request cache, so the placebo costs almost nothing.
 
-The checks are sequential: looks at 8, 16, … up to ``rollouts`` rollouts per plan, alpha spent
-over the looks (:func:`~otelcar.attribution.stats.spending_schedule`, none on a look too small
-to reject); sampling stops at the first look where the recheck is significant. A strong effect
-is rechecked with 8 rollouts per plan; a weak one gets up to ``rollouts``. A check fails only
-on a rejection at some look's level, so a run stopped at any look keeps both checks' error at
-``alpha``.
+The checks are sequential tests that stay valid however often they look
+(:func:`~otelcar.attribution.stats.discordant_e_value`): after each batch of rollouts the
+recheck's e-value on its discordant pairs is read, and sampling stops as soon as it reaches
+``1/alpha`` (passed) or when even all-favourable pairs could no longer bring it there within
+``rollouts`` rollouts per plan (not confirmed). A batch is as large as the fewest pairs that
+could complete the evidence (:func:`~otelcar.attribution.stats.pairs_to_reject`), at most
+``concurrency``: a strong effect is rechecked with 5 rollouts per plan at α = 0.05 (the fewest
+any exact test needs). By Ville's inequality each check's error is at most ``alpha`` whatever
+the stopping rule; its p-value is the anytime-valid ``min(1, 1/max E)``, so a check's flag and
+its p-value never disagree. The placebo's e-value is two-sided
+(:func:`~otelcar.attribution.stats.two_sided_e_value`), read after every batch. The recheck
+reports its power: the smallest effect it finds with 80 % power within ``rollouts`` pairs
+(:func:`~otelcar.attribution.stats.detectable_by`); a recheck that was not confirmed on a
+culprit whose estimated Δ is below that is underpowered, not a refutation.
 """
 
 from __future__ import annotations
@@ -30,7 +38,13 @@ from typing import Any
 
 from otelcar.attribution.experiment.contrast import Pairs, paired
 from otelcar.attribution.experiment.seeds import SeedSpace
-from otelcar.attribution.stats import Interval, look_schedule, spending_schedule
+from otelcar.attribution.stats import (
+    Interval,
+    detectable_by,
+    discordant_e_value,
+    pairs_to_reject,
+    two_sided_e_value,
+)
 from otelcar.attribution.steps.curve import StepEffect, curve_plans
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
@@ -52,12 +66,24 @@ class Refutation:
     passed: bool
     lost: int = 0  # rollouts of either plan that failed (left out of the pairs)
     rollouts: int = 0  # rollouts this check ran (the shared held arm counted by the recheck)
+    e_value: float = 1.0  # the largest e-value read (p_value = min(1, 1 / e_value))
+    detectable: float | None = None  # recheck: Δ found with 80 % power within max_pairs
+    max_pairs: int = 0  # the most pairs the check could take
+    underpowered: bool = False  # recheck not confirmed, the culprit's Δ below `detectable`
 
     def summary(self) -> str:
         verdict = "passed" if self.passed else "FAILED"
+        if not self.passed and self.underpowered:
+            verdict = "not confirmed (underpowered)"
+        power = (
+            f"; finds Δ ≥ {self.detectable:.2f} with 80 % power in {self.max_pairs} pairs"
+            if self.detectable is not None
+            else ""
+        )
         return (
             f"{self.name} {verdict}: Δ {self.delta:+.2f} [{self.delta_ci.low:+.2f}, "
-            f"{self.delta_ci.high:+.2f}], p={self.p_value:.2g}, {self.pairs} pairs"
+            f"{self.delta_ci.high:+.2f}], p={self.p_value:.2g} (e-value {self.e_value:.3g}), "
+            f"{self.pairs} pairs{power}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +97,10 @@ class Refutation:
             "passed": self.passed,
             "lost": self.lost,
             "rollouts": self.rollouts,
+            "e_value": self.e_value,
+            "detectable_effect": self.detectable,
+            "max_pairs": self.max_pairs,
+            "underpowered": self.underpowered,
         }
 
 
@@ -87,7 +117,10 @@ async def refute(
     concurrency: int = 8,
     first_look: int = 8,
 ) -> list[Refutation]:
-    """The fresh-seed recheck and the placebo of ``culprit`` (see the module docstring)."""
+    """The fresh-seed recheck and the placebo of ``culprit`` (see the module docstring), with
+    at most ``rollouts`` rollouts per plan. ``first_look`` is kept for callers; the batches
+    follow the evidence (at most ``concurrency`` rollouts each)."""
+    del first_look  # the sequential test needs no pre-declared looks
     seed = SeedSpace(seed).stage("refute")
     plans = curve_plans(run)
     k = culprit.index
@@ -99,14 +132,15 @@ async def refute(
     }
     if decision.action is not None:
         arms["done"] = (Plan((Do(decision.step, decision.action), *later)), {})
-    looks = look_schedule(min(first_look, rollouts), rollouts)
-    spend = spending_schedule(alpha, looks, 1)
-    recheck_passed = placebo_refuted = False
-    for upto, level in zip(looks, spend, strict=True):
+    recheck_e = placebo_e = 1.0
+    have = 0
+    while have < rollouts:
+        pairs = Pairs.of(arms["held"][1], arms["before"][1])
+        need = pairs_to_reject(pairs.only_b, pairs.only_a, alpha, most=rollouts)
+        if need > rollouts - have:
+            break  # even all-favourable pairs could not confirm it now
+        upto = have + min(max(1, need), max(1, concurrency), rollouts - have)
         for plan, results in arms.values():
-            have = len(results)
-            if have >= upto:
-                continue
             result = await run_plan_async(
                 run,
                 plan,
@@ -119,19 +153,25 @@ async def refute(
             )
             for rollout, failed in zip(result.rollouts, result.failures, strict=True):
                 results[rollout.index] = failed
-        recheck = paired(Pairs.of(arms["held"][1], arms["before"][1]), confidence)
-        recheck_passed = recheck.p_greater <= level and recheck.difference > 0
+        have = upto
+        pairs = Pairs.of(arms["held"][1], arms["before"][1])
+        recheck_e = max(recheck_e, discordant_e_value(pairs.only_b, pairs.only_a))
         if "done" in arms:
-            placebo = paired(Pairs.of(arms["done"][1], arms["held"][1]), confidence)
-            placebo_refuted = placebo_refuted or placebo.p_two_sided <= level
-        if recheck_passed:
+            shown = Pairs.of(arms["done"][1], arms["held"][1])
+            placebo_e = max(placebo_e, two_sided_e_value(shown.only_b, shown.only_a))
+        if recheck_e >= 1 / alpha:
             break
+    recheck = paired(Pairs.of(arms["held"][1], arms["before"][1]), confidence)
+    recheck_p = min(1.0, 1 / recheck_e)
+    detectable = detectable_by(rollouts, alpha)
 
     def lost(*names: str) -> int:
         return sum(1 for name in names for f in arms[name][1].values() if f is None)
 
     out: list[Refutation] = []
     if "done" in arms:
+        placebo = paired(Pairs.of(arms["done"][1], arms["held"][1]), confidence)
+        placebo_p = min(1.0, 1 / placebo_e)
         out.append(
             Refutation(
                 "placebo",
@@ -139,12 +179,15 @@ async def refute(
                 placebo.n,
                 placebo.difference,
                 placebo.interval,
-                placebo.p_two_sided,  # an effect either way refutes
-                not placebo_refuted,
+                placebo_p,  # an effect either way refutes
+                placebo_p > alpha,
                 lost("done", "held"),
                 len(arms["done"][1]),
+                e_value=placebo_e,
+                max_pairs=rollouts,
             )
         )
+    passed = recheck_p <= alpha
     out.append(
         Refutation(
             "fresh seeds",
@@ -152,10 +195,14 @@ async def refute(
             recheck.n,
             recheck.difference,
             recheck.interval,
-            recheck.p_greater,
-            recheck_passed,
+            recheck_p,
+            passed,
             lost("held", "before"),
             len(arms["held"][1]) + len(arms["before"][1]),
+            e_value=recheck_e,
+            detectable=detectable,
+            max_pairs=rollouts,
+            underpowered=not passed and culprit.delta < detectable,
         )
     )
     return out
