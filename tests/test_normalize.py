@@ -549,3 +549,92 @@ def test_a_trace_recorded_with_content_capture_off_is_not_flagged_as_empty_messa
         assert not llm["content_captured"].any(), name
         issues = [i for row in llm["issues"] for i in row]
         assert not [i for i in issues if "an empty message is not what the model saw" in i], name
+
+
+# --- flattened records and tool calls written as text (one normaliser for every dialect) ---
+
+_REPR = (
+    "ResponseFunctionToolCall(arguments='{\"city\": \"Paris\"}', call_id='call_1', "
+    "name='get_weather', type='function_call', id='fc_1', status='completed')"
+)
+
+
+def test_a_message_flattened_one_field_per_key_reads_as_its_nested_form():
+    from otelcar.conventions.normalize import message_tool_calls, normalize_message, unflatten
+
+    nested = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+            {"id": "call_2", "name": "get_time", "arguments": "{}"},
+        ],
+    }
+    flat = {
+        "role": "assistant",
+        "tool_calls.1.id": "call_2",  # any key order; indexes give the order
+        "tool_calls.1.name": "get_time",
+        "tool_calls.1.arguments": "{}",
+        "tool_calls.0.id": "call_1",
+        "tool_calls.0.name": "get_weather",
+        "tool_calls.0.arguments": '{"city": "Paris"}',
+    }
+    assert unflatten(flat) == nested
+    assert normalize_message(flat, []) == normalize_message(nested, [])
+    calls = message_tool_calls(flat, [])
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("call_1", "get_weather", {"city": "Paris"}),
+        ("call_2", "get_time", {}),
+    ]
+    legacy = {"function_call.name": "get_weather", "function_call.arguments": '{"city": "Paris"}'}
+    assert message_tool_calls(legacy, []) == message_tool_calls(
+        {"function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}, []
+    )
+    assert [(c.id, c.name) for c in message_tool_calls(legacy, [])] == [(None, "get_weather")]
+
+
+def test_openllmetry_indexed_messages_read_by_the_normaliser_as_the_mapper_reads_them():
+    """On traces recorded by OpenLLMetry's indexed instrumentation (``fixtures/openllmetry``),
+    each ``gen_ai.prompt.N`` / ``gen_ai.completion.N`` group given to the normaliser as it is
+    has the tool calls the dialect mapper gives."""
+    from otelcar.conventions.normalize import indexed, normalize_message
+    from otelcar.ingest.files import read_records
+    from otelcar.ingest.raw import decode_record
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "openllmetry"
+    compared = 0
+    for name in ("indexed", "traceloop_indexed", "evicted"):
+        for record in read_records(root / f"{name}.traces.jsonl"):
+            for frame in decode_record(record)[0].spans:
+                mapped = map_span(frame)
+                if mapped.kind != "llm":
+                    continue
+                got = [*(mapped.input_messages or ()), *([mapped.output] if mapped.output else [])]
+                prompts = indexed(frame.attributes, "gen_ai.prompt").values()
+                groups = [g for g in prompts if isinstance(g.get("role"), str)]
+                groups += list(indexed(frame.attributes, "gen_ai.completion").values())[:1]
+                for message, fields in zip(got, groups, strict=True):
+                    (read,) = normalize_message(fields, [])
+                    assert read.tool_calls == message.tool_calls, (name, fields)
+                    compared += bool(message.tool_calls)
+    assert compared >= 3
+
+
+def test_a_tool_call_written_as_its_python_repr_is_that_call_in_any_message_form():
+    from otelcar.conventions.normalize import normalize_message, repr_tool_call
+
+    issues: list[str] = []
+    call = repr_tool_call(_REPR, issues, "output message 0")
+    assert (call.id, call.name, call.arguments) == ("call_1", "get_weather", {"city": "Paris"})
+    assert issues == [
+        "output message 0: a tool call recorded as the text ResponseFunctionToolCall(…) "
+        "(a Python repr); read as the tool call"
+    ]
+    for content in (_REPR, [{"type": "text", "text": _REPR}], [_REPR]):
+        issues = []
+        (message,) = normalize_message({"role": "assistant", "content": content}, issues)
+        assert message.content is None and message.tool_calls == (call,), content
+        assert any("a Python repr" in i for i in issues)
+    # a text that only mentions such a class stays text
+    assert repr_tool_call("I called ResponseFunctionToolCall earlier", [], "") is None
+    (plain,) = normalize_message({"role": "assistant", "content": "it is sunny"}, [])
+    assert plain.content == "it is sunny" and not plain.tool_calls

@@ -34,8 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.memo import decode_json, derived_each
-from otelcar.conventions.normalize import tool_calls
-from otelcar.conventions.python_reprs import repr_class, tool_call_from_repr
+from otelcar.conventions.normalize import repr_tool_call, tool_calls
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.jsontext import json_or_literal
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -473,13 +472,9 @@ def _item_messages(index: int, item: Any, where: str) -> tuple[list[Message], li
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
             content = part.get("content")
-            from_repr = tool_call_from_repr(content)
+            from_repr = repr_tool_call(content, issues, f"{where} message {index}")
             if from_repr is not None:  # str() of an SDK object (OpenAI Agents)
                 calls.append(from_repr)
-                issues.append(
-                    f"{where} message {index}: a tool call recorded as the text "
-                    f"{repr_class(content)}(…) (a Python repr); read as the tool call"
-                )
             elif content is not None:
                 texts.append(text_of(content) or "")
         elif kind == "tool_call":

@@ -26,6 +26,13 @@ wrote it:
   in LangChain's ``on_tool_end`` record ``{"output", "kwargs"}``),
   LlamaIndex's ``ToolOutput``, a one-key ``{"result": …}``, a JSON-encoded string, and the
   Python repr of a block list.
+- **Flattened records** (:func:`indexed`, :func:`unflatten`): attributes recorded one
+  field per key with numeric indexes (OpenLLMetry's ``gen_ai.prompt.0.tool_calls.1.name``,
+  ``….function_call.arguments``) grouped by index and nested back into the message object
+  they flatten, so a message given with flat keys is read like its JSON form.
+- **Tool calls written as text** (:func:`repr_tool_call`): the Python ``repr`` of an SDK
+  tool-call object that an instrumentation ``str()``-ed into a text part or a message's
+  content (OpenAI Agents' ``ResponseFunctionToolCall(…)``) is that tool call, with an issue.
 - **Messages** (:func:`messages`, :func:`normalize_message`, :func:`messages_from_list`):
   a list in any of OpenAI's, Anthropic's, LangChain's (constructors, dumps, ``(role,
   content)`` tuples) or the GenAI blocks' forms, or a request holding one (``{"messages":
@@ -39,12 +46,14 @@ Every function takes any JSON value (or a string holding one) and never raises o
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from otelcar.conventions.blocks import read_blocks
 from otelcar.conventions.memo import decode_json
-from otelcar.conventions.python_reprs import object_from_repr
+from otelcar.conventions.python_reprs import object_from_repr, repr_class, tool_call_from_repr
 from otelcar.ingest.jsontext import literal_value
 from otelcar.messages import Arguments, Message, ToolCall, parse_arguments, text_of
 
@@ -189,6 +198,69 @@ def tool_calls(items: Any) -> tuple[ToolCall, ...]:
     if not isinstance(items, list | tuple):
         return ()
     return tuple(call for call in map(tool_call, items) if call is not None)
+
+
+def repr_tool_call(text: Any, issues: list[str], where: str = "") -> ToolCall | None:
+    """The tool call ``text`` is the Python repr of (an SDK object ``str()``-ed into a text
+    part: ``ResponseFunctionToolCall(arguments='…', call_id='…', name='…')``), with an issue
+    (``where``: what held it, for the issue); ``None`` for any other value. Parsed with
+    :mod:`ast`, never evaluated (:func:`~.python_reprs.tool_call_from_repr`)."""
+    call = tool_call_from_repr(text)
+    if call is not None:
+        issues.append(
+            f"{where + ': ' if where else ''}a tool call recorded as the text "
+            f"{repr_class(text)}(…) (a Python repr); read as the tool call"
+        )
+    return call
+
+
+# --------------------------------------------------------------------------------------
+# Flattened records
+# --------------------------------------------------------------------------------------
+
+
+def indexed(attributes: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    """``{prefix}.{i}.{rest}`` keys grouped by the numeric ``i``, in index order:
+    ``{i: {rest: value}}`` (one flattened message, choice or tool definition per ``i``)."""
+    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.(.+)$")
+    groups: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = pattern.match(key)
+        if match:
+            groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    return dict(sorted(groups.items()))
+
+
+def is_flat(fields: Mapping[str, Any]) -> bool:
+    """Whether a record holds dotted keys (``tool_calls.0.name``) to :func:`unflatten`."""
+    return any(isinstance(key, str) and "." in key for key in fields)
+
+
+def unflatten(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A record flattened one field per dotted key (``{"role", "tool_calls.0.name",
+    "tool_calls.0.arguments", "function_call.name"}``) nested back: dotted keys become
+    nested dicts, a dict whose keys are all numeric a list in index order. A key that is
+    both a value and a prefix keeps its value."""
+    tree: dict[str, Any] = {}
+    for key, value in fields.items():
+        *path, last = str(key).split(".")
+        node: Any = tree
+        for segment in path:
+            node = node.setdefault(segment, {}) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                break
+        if isinstance(node, dict):
+            node.setdefault(last, value)
+    return _listed(tree)
+
+
+def _listed(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    items = {key: _listed(value) for key, value in node.items()}
+    if items and all(key.isdigit() for key in items):
+        return [items[key] for key in sorted(items, key=int)]
+    return items
 
 
 # --------------------------------------------------------------------------------------
@@ -511,6 +583,8 @@ def normalize_message(item: Any, issues: list[str], default_role: str = "user") 
     if not isinstance(item, dict):
         issues.append(f"message of type {type(item).__name__} ignored")
         return []
+    if is_flat(item):
+        item = unflatten(item)
     body = item
     role = item.get("role")
     if item.get("lc") == 1 and isinstance(item.get("id"), list) and item.get("id"):
@@ -572,7 +646,11 @@ def content_parts(content: Any, issues: list[str]) -> _Parts:
     if content is None:
         return parts
     if isinstance(content, str):
-        parts.raw = content
+        call = repr_tool_call(content, issues, "message content")
+        if call is not None:
+            parts.calls.append(call)
+        else:
+            parts.raw = content
         return parts
     if isinstance(content, dict):
         if "type" not in content:  # structured content that is not a block: keep it as JSON
@@ -589,14 +667,14 @@ def content_parts(content: Any, issues: list[str]) -> _Parts:
 
 def _add_block(block: Any, parts: _Parts, issues: list[str]) -> None:
     if isinstance(block, str):
-        parts.texts.append(block)
+        _add_text(block, parts, issues)
         return
     if not isinstance(block, dict):
         issues.append(f"content block of type {type(block).__name__} ignored")
         return
     kind = block.get("type")
     if kind in TEXT_BLOCKS:
-        parts.texts.append(str(block.get("text") or ""))
+        _add_text(str(block.get("text") or ""), parts, issues)
     elif kind == "tool_use":
         parts.calls.append(
             ToolCall(
@@ -620,6 +698,23 @@ def _add_block(block: Any, parts: _Parts, issues: list[str]) -> None:
             parts.reasoning_parts.append(text)
     else:
         issues.append(f"content block type {kind!r} is not represented in the normalized message")
+
+
+def _add_text(text: str, parts: _Parts, issues: list[str]) -> None:
+    call = repr_tool_call(text, issues, "text block")
+    if call is not None:
+        parts.calls.append(call)
+    else:
+        parts.texts.append(text)
+
+
+def message_tool_calls(record: Any, issues: list[str]) -> tuple[ToolCall, ...]:
+    """The tool calls of one message record, nested or flattened one field per key
+    (:func:`unflatten`): ``tool_calls`` in any producer's form, else the legacy
+    ``function_call`` (one call, no id), then ``invalid_tool_calls``."""
+    if not isinstance(record, dict):
+        return ()
+    return tuple(_message_calls(unflatten(record) if is_flat(record) else record, issues))
 
 
 def _message_calls(body: dict[str, Any], issues: list[str]) -> list[ToolCall]:

@@ -34,7 +34,7 @@ from typing import Any
 from otelcar.conventions.base import Attrs, MappedSpan
 from otelcar.conventions.genai import messages_from_any, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
-from otelcar.conventions.normalize import tool_calls, tool_message_call_id
+from otelcar.conventions.normalize import indexed, tool_calls, tool_message_call_id
 from otelcar.conventions.openai_shapes import tool_choice_text
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.messages import Message, ToolCall, parse_arguments, text_of
@@ -110,17 +110,6 @@ def _prepares_a_request(span: SpanFrame) -> bool:
     return isinstance(value, dict) and "messages" in value and not reply_keys & value.keys()
 
 
-def _unflatten(attributes: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    """``{prefix}.{i}.{rest}`` keys grouped by the numeric ``i``: ``{i: {rest: value}}``."""
-    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.(.+)$")
-    groups: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        match = pattern.match(key)
-        if match:
-            groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return dict(sorted(groups.items()))
-
-
 def _redacted(key: str, value: Any, mapped: MappedSpan) -> bool:
     if value == REDACTED:
         mapped.issues.append(f"{key} is {REDACTED} (hidden by OpenInference); not captured")
@@ -149,14 +138,14 @@ def _map_llm(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         "reasoning_tokens": attrs.int("llm.token_count.completion_details.reasoning"),
         "total_tokens": attrs.int("llm.token_count.total"),
     }
-    tools = _unflatten(span.attributes, "llm.tools")
+    tools = indexed(span.attributes, "llm.tools")
     if tools:
         mapped.tools_available = _tools(tools, span, attrs, mapped)
 
-    inputs = _unflatten(span.attributes, "llm.input_messages")
+    inputs = indexed(span.attributes, "llm.input_messages")
     if inputs:
         mapped.input_messages = _flat_messages(inputs, "llm.input_messages", attrs, mapped)
-    outputs = _unflatten(span.attributes, "llm.output_messages")
+    outputs = indexed(span.attributes, "llm.output_messages")
     if outputs:
         choices = _flat_messages(outputs, "llm.output_messages", attrs, mapped)
         _set_choices(mapped, choices)
@@ -320,7 +309,7 @@ def _flat_message(key: str, fields: dict[str, Any], attrs: Attrs, mapped: Mapped
     for field in fields:
         attrs.get(f"{key}.{field}")
     calls = []
-    for j, call in _unflatten(fields, "tool_calls").items():
+    for j, call in indexed(fields, "tool_calls").items():
         raw = call.get("tool_call.function.arguments")
         if _redacted(f"{key}.tool_calls.{j}.tool_call.function.arguments", raw, mapped):
             raw = None
@@ -382,7 +371,7 @@ def _contents(
     instrumentation writes here as well as under ``message.tool_calls``) is a tool call,
     added to ``calls`` unless one with its id (or, without ids, its name and arguments) is
     there; others reported."""
-    parts = _unflatten(fields, "contents")
+    parts = indexed(fields, "contents")
     texts = []
     for k, part in parts.items():
         kind = part.get("message_content.type")

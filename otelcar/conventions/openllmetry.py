@@ -48,6 +48,8 @@ from otelcar.conventions.genai import (
 from otelcar.conventions.memo import decode_json
 from otelcar.conventions.normalize import (
     decoded,
+    indexed,
+    message_tool_calls,
     tool_arguments,
     tool_message_call_id,
     tool_result,
@@ -159,7 +161,7 @@ def _map_new_form(span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
     if mapped.usage and mapped.usage.get("total_tokens") is None:
         mapped.usage["total_tokens"] = attrs.int("llm.usage.total_tokens")
     # What only the indexed keys beside the GenAI messages hold.
-    completion = _unflatten(span.attributes, "gen_ai.completion").get(0)
+    completion = indexed(span.attributes, "gen_ai.completion").get(0)
     if mapped.output is not None and not mapped.output.tool_calls and completion:
         calls = _tool_calls(completion, "gen_ai.completion.0", attrs, mapped)
         if calls:
@@ -167,7 +169,7 @@ def _map_new_form(span: SpanFrame, logs: Sequence[LogFrame]) -> MappedSpan:
             mapped.issues.append(
                 "tool call read from gen_ai.completion.0 (gen_ai.output.messages has none)"
             )
-    functions = _unflatten(span.attributes, "llm.request.functions")
+    functions = indexed(span.attributes, "llm.request.functions")
     if mapped.tools_available is None and functions:
         mapped.tools_available = _functions(functions, attrs, mapped)
     return mapped
@@ -214,17 +216,6 @@ def _index(value: Any) -> int:
 # ------------------------------------------------------------------------------------------
 
 
-def _unflatten(attributes: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    """``{prefix}.{i}.{rest}`` keys grouped by the numeric ``i``: ``{i: {rest: value}}``."""
-    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.(.+)$")
-    groups: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        match = pattern.match(key)
-        if match:
-            groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return dict(sorted(groups.items()))
-
-
 def _map_indexed(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
     request_type = attrs.text("llm.request.type")
     if request_type is not None and request_type not in LLM_REQUEST_TYPES:
@@ -245,13 +236,13 @@ def _map_indexed(span: SpanFrame, attrs: Attrs, mapped: MappedSpan) -> None:
         "reasoning_tokens": attrs.int("llm.usage.reasoning_tokens"),
         "total_tokens": attrs.int("llm.usage.total_tokens", "gen_ai.usage.total_tokens"),
     }
-    prompts = _unflatten(span.attributes, "gen_ai.prompt")
+    prompts = indexed(span.attributes, "gen_ai.prompt")
     if prompts:
         mapped.input_messages = _prompt_messages(prompts, attrs, mapped)
-    completions = _unflatten(span.attributes, "gen_ai.completion")
+    completions = indexed(span.attributes, "gen_ai.completion")
     if completions:
         _set_completions(completions, attrs, mapped)
-    functions = _unflatten(span.attributes, "llm.request.functions")
+    functions = indexed(span.attributes, "llm.request.functions")
     if functions:
         mapped.tools_available = _functions(functions, attrs, mapped)
     _check_eviction(span, prompts, mapped)
@@ -303,32 +294,26 @@ def _content(key: str, value: Any, attrs: Attrs, mapped: MappedSpan) -> str | No
 def _tool_calls(
     fields: dict[str, Any], base_key: str, attrs: Attrs, mapped: MappedSpan
 ) -> tuple[ToolCall, ...]:
-    calls = []
-    if not any(k.startswith("tool_calls.") for k in fields) and "function_call.name" in fields:
-        # The pre-tools ``function_call`` form: one call, without an id.
-        for field in ("name", "arguments"):
-            attrs.get(f"{base_key}.function_call.{field}")
-        return (
-            ToolCall(
-                name=text_of(fields.get("function_call.name")),
-                arguments=parse_arguments(fields.get("function_call.arguments")),
-                id=None,
-            ),
-        )
-    for j, call in _unflatten(fields, "tool_calls").items():
-        key = f"{base_key}.tool_calls.{j}"
-        for field in call:
-            attrs.get(f"{key}.{field}")
+    """A message's ``tool_calls.{j}.{id,name,arguments}`` (or the pre-tools
+    ``function_call.{name,arguments}``: one call, no id), read by the normaliser
+    (:func:`~.normalize.message_tool_calls`); arguments cut by an attribute length limit are
+    reported and flagged."""
+    calls = indexed(fields, "tool_calls")
+    read = "tool_calls." if calls else ("function_call.name", "function_call.arguments")
+    for field in fields:
+        if field.startswith(read):
+            attrs.get(f"{base_key}.{field}")
+    for j, call in calls.items():
         raw = call.get("arguments")
-        arguments = parse_arguments(raw)
-        if isinstance(raw, str) and isinstance(arguments, str) and raw.lstrip().startswith("{"):
+        cut = isinstance(raw, str) and raw.lstrip().startswith("{")
+        if cut and isinstance(parse_arguments(raw), str):
+            key = f"{base_key}.tool_calls.{j}"
             attrs.truncated.append(f"{key}.arguments")
             mapped.issues.append(
-                f"{key}.arguments is not valid JSON (cut by an attribute length limit, or the "
-                "model's own output); kept as the raw string"
+                f"{key}.arguments is not valid JSON (cut by an attribute length limit, or "
+                "the model's own output); kept as the raw string"
             )
-        calls.append(ToolCall(name=call.get("name"), arguments=arguments, id=call.get("id")))
-    return tuple(calls)
+    return message_tool_calls(fields, mapped.issues)
 
 
 def _prompt_messages(

@@ -41,7 +41,7 @@ from otelcar.conventions.base import _TEXT_FIELDS, UNREAD, MappedSpan
 from otelcar.conventions.blocks import messages_from_blocks, read_blocks
 from otelcar.conventions.genai import messages_from_parts, normalize_finish_reason, tool_definitions
 from otelcar.conventions.memo import decode_json
-from otelcar.conventions.normalize import normalize_message, tool_call, tool_result
+from otelcar.conventions.normalize import normalize_message, tool_call, tool_result, unflatten
 from otelcar.conventions.normalize import unwrap_arguments as unwrap_call_record
 from otelcar.conventions.openai_shapes import count, request_params, usage_object
 from otelcar.conventions.python_reprs import object_from_repr
@@ -740,7 +740,7 @@ def _assembled(span: SpanFrame) -> list[tuple[str, Any]]:
         (f"event {event.get('name')}: ", event.get("attributes") or {}) for event in span.events
     ]
     for label, attributes in sources:
-        trees: dict[str, dict[str, Any]] = {}
+        groups: dict[str, dict[str, Any]] = {}
         seen = 0
         for key, value in attributes.items():
             match = _INDEX.search(key)
@@ -749,28 +749,28 @@ def _assembled(span: SpanFrame) -> list[tuple[str, Any]]:
             seen += 1
             if seen > MAX_FLAT:
                 break
-            node: Any = trees.setdefault(key[: match.start()], {})
-            *path, last = key[match.start() + 1 :].split(".")
-            for segment in path:
-                node = node.setdefault(segment, {}) if isinstance(node, dict) else None
-                if not isinstance(node, dict):
-                    break
-            if isinstance(node, dict):
-                node.setdefault(last, value)
-        out += [(f"{label}{prefix}.*", _listed(tree, 0)) for prefix, tree in trees.items()]
+            groups.setdefault(key[: match.start()], {})[key[match.start() + 1 :]] = value
+        out += [
+            (f"{label}{prefix}.*", _unwrapped(unflatten(fields), 0))
+            for prefix, fields in groups.items()
+        ]
     return out
 
 
-def _listed(node: Any, level: int) -> Any:
-    """A re-assembled tree with its index-keyed dicts as lists (see :func:`_assembled`)."""
-    if not isinstance(node, dict) or level > 2 * MAX_DEPTH:
+def _unwrapped(node: Any, level: int) -> Any:
+    """A tree :func:`~.normalize.unflatten` nested back, with the shape reader's readings:
+    content parts under the plural (``contents``) as ``content``, and the items of a list
+    that all wrap their one field in the same singular key unwrapped."""
+    if level > 2 * MAX_DEPTH:
         return node
-    items = {key: _listed(value, level + 1) for key, value in node.items()}
-    if not items or not all(key.isdigit() for key in items):
+    if isinstance(node, dict):
+        items = {key: _unwrapped(value, level + 1) for key, value in node.items()}
         if isinstance(items.get("contents"), list) and "content" not in items:
             items["content"] = items.pop("contents")  # content parts under the plural
         return items
-    listed = [items[key] for key in sorted(items, key=int)]
+    if not isinstance(node, list):
+        return node
+    listed = [_unwrapped(item, level + 1) for item in node]
     wrappers = {next(iter(i)) for i in listed if isinstance(i, dict) and len(i) == 1}
     if len(wrappers) == 1 and all(
         isinstance(i, dict) and len(i) == 1 and isinstance(next(iter(i.values())), dict)
