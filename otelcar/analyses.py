@@ -51,9 +51,10 @@ async def attribute_run(
     """:func:`otelcar.attribution.attribute_async` of ``run`` with ``config``'s policies,
     outcome, concurrency, budget (``budget`` policy calls overrides ``[replay] max_calls``)
     and seed; ``options`` are its other keywords (``rollouts``, ``mode``, ``refutation``, …).
-    Then, when a culprit is named, a small policy check (:func:`with_policy_check`,
-    ``policy_check`` re-decisions; 0: none). Raises :class:`~otelcar.errors.OtelcarError`
-    subclasses as the library does; the caller checks that ``config`` has an outcome."""
+    ``policy_check``: re-decisions of the policy check at the culprit, a stage of the
+    library's attribution (the same result as ``otelcar.attribute`` with the same run and
+    seed; 0: none). Raises :class:`~otelcar.errors.OtelcarError` subclasses as the library
+    does; the caller checks that ``config`` has an outcome."""
     from otelcar.attribution.steps.attribute import attribute_async
 
     settings = config.replay
@@ -68,13 +69,10 @@ async def attribute_run(
             budget=spent,
             concurrency=settings.concurrency,
             on_rollout=on_rollout,
+            policy_check=policy_check,
             **options,
         )
     result.notes[:0] = notes
-    if policy_check:
-        await with_policy_check(
-            result, run, config, samples=policy_check, seed=settings.seed_or(seed), budget=spent
-        )
     return result
 
 
@@ -174,65 +172,6 @@ def live_rollouts(config: ProjectConfig) -> AbstractContextManager[Any]:
     from otelcar.replay.execution import use_executor
 
     return use_executor(LiveExecutor(config.agent_command))
-
-
-async def with_policy_check(
-    result: AttributionResult,
-    run: RecordedRun,
-    config: ProjectConfig,
-    *,
-    samples: int,
-    seed: int,
-    budget: Budget,
-) -> None:
-    """Check the policy where the verdict points (the culprit and the harmful step): re-decide
-    each ``samples`` times on its recorded context (:mod:`otelcar.attribution.faithfulness`)
-    and attach the check to ``result`` (``policy_check``), its calls to ``result.cost``, and
-    a note when the policy rarely reproduces the recorded action there (the headline says
-    it too). Nothing runs without a culprit; a spent budget leaves a note instead."""
-    from otelcar.attribution.faithfulness import check_policy
-    from otelcar.replay import BudgetExhausted
-
-    if result.culprit is None:
-        return
-    steps = [result.culprit.step]
-    if result.harmful_step is not None and result.harmful_step != result.culprit.step:
-        steps.append(result.harmful_step)
-    try:
-        check = await check_policy(
-            run,
-            registry=config.registry,
-            samples=samples,
-            seed=seed,
-            steps=steps,
-            outcome=config.outcome,
-            budget=budget,
-        )
-    except BudgetExhausted as exc:
-        result.notes.append(f"policy check not run: {exc}")
-        return
-    result.policy_check = check.to_dict()
-    for key in ("llm_calls", "input_tokens", "output_tokens", "cache_hits", "failed_calls"):
-        if key in check.cost and key in result.cost:
-            result.cost[key] += check.cost[key]
-    result.cost["policy_check_calls"] = check.cost.get("llm_calls", 0)
-    for decision in check.unfaithful():
-        result.notes.append(
-            f"policy check: the policy reproduced the recorded action of step "
-            f"{decision.step} in {decision.reproduced}/{decision.n} re-decisions "
-            f"({check.confidence:.0%} upper bound {decision.high:.0%}) and {decision.reason()}; "
-            "a counterfactual there may describe another agent: declare what differs "
-            "(otelcar.toml [agent], docs/replay.md; otelcar replay --check-policy N checks every "
-            "step)"
-        )
-    for decision in check.decisions:
-        if decision.rare(check.min_rate):
-            result.notes.append(
-                f"policy check: step {decision.step}'s recorded action came back in "
-                f"{decision.reproduced}/{decision.n} re-decisions on the recorded request: "
-                "consistent with an intermittent decision of the agent that ran (were it its "
-                "usual choice, the policy would not be that agent)"
-            )
 
 
 async def why_run(

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from otelcar.attribution import attribute
 from otelcar.attribution.faithfulness import check_policy, same_action
 from otelcar.cli import cli
 from otelcar.messages import Message, ToolCall
@@ -166,7 +167,23 @@ def test_attribute_checks_the_policy_at_its_culprit(tmp_path, p_refund: float, w
     assert data["verdict"] == "culprit" and data["culprit"] == 4, data["headline"]
     check = data["policy_check"]
     assert [d["step"] for d in check["decisions"]] == [4] and check["samples"] == 8
-    assert data["cost"]["policy_check_calls"] == check["cost"]["llm_calls"] == 8
+    assert check["decisions"][0]["n"] + check["decisions"][0]["errors"] == 8
+    # The check draws on the refutation's seeds: the re-decisions its P_{k-1} rollouts made
+    # at the culprit are served from the cache, and only the rest are calls.
+    calls = check["cost"]["llm_calls"]
+    assert data["cost"]["policy_check_calls"] == calls < 8
+    assert check["cost"]["cache_hits"] >= 8 - calls
+    # A stage of the library's attribution: otelcar.attribute gives the CLI's result.
+    project = load_config(config)
+    library = attribute(
+        load_run(NEW_CONTENT, read_otlp(OTLP / "new_content.traces.jsonl")),
+        registry=project.registry,
+        outcome=project.outcome,
+        seed=4,
+    ).to_dict()
+    for key in ("verdict", "culprit", "policy_check", "refutations", "headline"):
+        assert library[key] == data[key], key
+    assert library["cost"]["llm_calls"] == data["cost"]["llm_calls"]
     sentence = "The policy rarely reproduces the recorded action at step 4"
     assert (sentence in data["headline"]) is warned
     assert (4 in check["unfaithful_steps"]) is warned

@@ -33,244 +33,46 @@ Every call is counted in ``cost``.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from otelcar.attribution.context.decisions import decision_sampler, same_decision
-from otelcar.attribution.experiment.redecisions import (
-    DecisionError,
-    Sample,
-    canonical,
-    describe_action,
+from otelcar.attribution.context.decisions import same_decision
+from otelcar.attribution.experiment.redecisions import DecisionError, SameDecision, Sample
+from otelcar.attribution.steps.policy_check import (
+    INSTEAD_SHOWN,
+    STAGE,
+    DecisionFaithfulness,
+    PolicyCheck,
+    SameAction,
+    check_decisions,
+    check_notes,
+    request_differences,
+    same_action,
 )
-from otelcar.attribution.experiment.seeds import SeedSpace
-from otelcar.attribution.stats import wilson
-from otelcar.cost import policy_calls_text
-from otelcar.messages import Message
-from otelcar.policies.base import PolicyError
 from otelcar.policies.registry import PolicyRegistry
-from otelcar.replay.harness import Budget, Environment, decision_request
+from otelcar.replay.harness import Budget, Environment
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
 
-#: The seed stage of the check (its own draws: :mod:`otelcar.attribution.experiment.seeds`).
-STAGE = "policy.check"
-#: How many other actions are listed per decision.
-INSTEAD_SHOWN = 3
+__all__ = [
+    "INSTEAD_SHOWN",
+    "STAGE",
+    "DecisionFaithfulness",
+    "PolicyCheck",
+    "SameAction",
+    "check_notes",
+    "check_policy",
+    "request_differences",
+    "same_action",
+]
 
 
-def _words(text: str | None) -> str:
-    return " ".join((text or "").split()).casefold()
-
-
-def same_action(action: Message, recorded: Message) -> bool:
-    """Whether ``action`` is the recorded action: the same calls with equal arguments (ids
-    ignored, counted), or for replies without calls the same text up to case and spacing."""
-    if action.tool_calls or recorded.tool_calls:
-        calls = Counter((c.name, canonical(c.arguments)) for c in action.tool_calls)
-        return calls == Counter((c.name, canonical(c.arguments)) for c in recorded.tool_calls)
-    return _words(action.content) == _words(recorded.content)
-
-
-@dataclass(frozen=True)
-class SameAction:
-    """The rule ``action``: a re-decision is the recorded action (:func:`same_action`)."""
-
-    recorded: Message
-    spec: str = "action"
-
-    def describe(self) -> str:
-        return f"repeats {describe_action(self.recorded)}"
-
-    async def matches(self, action: Message, env: Environment) -> bool:
-        return same_action(action, self.recorded)
-
-
-@dataclass(frozen=True)
-class DecisionFaithfulness:
-    """One decision: reproduced ``reproduced`` of ``n`` re-decisions (``errors`` more
-    failed), the Wilson interval of the rate, what the policy did instead, the recorded
-    temperature; ``note`` says why a decision was not checked (``n`` is then 0)."""
-
-    step: int
-    agent: str | None
-    name: str | None
-    recorded: str
-    rule: str
-    reproduced: int
-    n: int
-    errors: int
-    low: float
-    high: float
-    temperature: float | None
-    instead: list[tuple[str, int]] = field(default_factory=list)
-    note: str | None = None
-    differences: list[str] = field(default_factory=list)
-
-    @property
-    def rate(self) -> float | None:
-        return self.reproduced / self.n if self.n else None
-
-    def reason(self) -> str:
-        """Why a rare reproduction is an alarm here: what differs, or greedy decoding."""
-        if self.differences:
-            return "its request differs from the recorded one: " + "; ".join(self.differences)
-        return "it was recorded at temperature 0, where a faithful policy always reproduces"
-
-    @property
-    def greedy(self) -> bool:
-        """Recorded at temperature 0 (the policy should then reproduce every time)."""
-        return self.temperature == 0
-
-    def below(self, min_rate: float) -> bool:
-        """The upper bound of the rate is below ``min_rate`` (a decision not checked never
-        is)."""
-        return self.n > 0 and self.high < min_rate
-
-    def unfaithful(self, min_rate: float) -> bool:
-        """Shown below ``min_rate`` with a reason: recorded greedy, or a request that
-        differs from the recorded one (module docstring)."""
-        return self.below(min_rate) and (self.greedy or bool(self.differences))
-
-    def rare(self, min_rate: float) -> bool:
-        """Shown below ``min_rate`` with nothing to blame: an intermittent decision."""
-        return self.below(min_rate) and not self.unfaithful(min_rate)
-
-    def to_dict(self, min_rate: float) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "agent": self.agent,
-            "name": self.name,
-            "recorded": self.recorded,
-            "rule": self.rule,
-            "reproduced": self.reproduced,
-            "n": self.n,
-            "errors": self.errors,
-            "rate": self.rate,
-            "interval": [self.low, self.high],
-            "temperature": self.temperature,
-            "residual_nondeterminism": (
-                1 - self.rate if self.greedy and self.rate is not None else None
-            ),
-            "unfaithful": self.unfaithful(min_rate),
-            "rare": self.rare(min_rate),
-            "differences": list(self.differences),
-            "instead": [{"action": a, "count": c} for a, c in self.instead],
-            "note": self.note,
-        }
-
-
-@dataclass(frozen=True)
-class PolicyCheck:
-    """Every checked decision of one trace, the settings, and what it cost."""
-
-    trace_id: str
-    same: str
-    samples: int
-    confidence: float
-    min_rate: float
-    seed: int
-    decisions: list[DecisionFaithfulness]
-    cost: dict[str, int]
-
-    def unfaithful(self) -> list[DecisionFaithfulness]:
-        return [d for d in self.decisions if d.unfaithful(self.min_rate)]
-
-    def headline(self) -> str:
-        """One sentence: how many decisions the policy reproduces, which it does not, cost."""
-        checked = [d for d in self.decisions if d.n]
-        bad = self.unfaithful()
-        greedy = [d for d in checked if d.greedy and d.reproduced < d.n]
-        parts = [
-            f"policy check of trace {self.trace_id}: {len(checked)} decision(s) re-decided "
-            f"{self.samples}× on their recorded contexts"
-        ]
-        rare = [d for d in self.decisions if d.rare(self.min_rate)]
-        for d in bad:
-            parts.append(
-                f"the policy rarely reproduces the recorded action at step {d.step} "
-                f"({d.reproduced}/{d.n}, {self.confidence:.0%} upper bound below "
-                f"{self.min_rate:.0%}) and {d.reason()}: counterfactuals there may describe "
-                "another agent"
-            )
-        if rare:
-            steps = ", ".join(f"{d.step} ({d.reproduced}/{d.n})" for d in rare)
-            parts.append(
-                f"step(s) {steps} reproduced below {self.min_rate:.0%} with the recorded "
-                "request and temperature: consistent with an intermittent decision of the "
-                "agent that ran"
-            )
-        if not bad and not rare:
-            parts.append(
-                f"no decision is shown to be reproduced less than {self.min_rate:.0%} of the time"
-            )
-        if greedy:
-            parts.append(
-                f"{len(greedy)} decision(s) recorded at temperature 0 differed on re-decision "
-                "(residual nondeterminism)"
-            )
-        return "; ".join(parts) + f". Cost: {policy_calls_text(self.cost)}."
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "policy_check",
-            "trace_id": self.trace_id,
-            "same": self.same,
-            "samples": self.samples,
-            "confidence": self.confidence,
-            "min_rate": self.min_rate,
-            "seed": self.seed,
-            "decisions": [d.to_dict(self.min_rate) for d in self.decisions],
-            "unfaithful_steps": [d.step for d in self.unfaithful()],
-            "headline": self.headline(),
-            "cost": self.cost,
-        }
-
-
-def request_differences(
-    run: RecordedRun, decision: RecordedDecision, registry: PolicyRegistry
-) -> list[str]:
-    """How the request a re-decision of ``decision`` sends differs from the recorded one:
-    every part otelcar inferred (a part the policy itself sets, its ``tool_choice``, is the
-    user's), another model, another temperature. Empty: the recorded request, as recorded or
-    declared."""
-    spec = run.requests.spec(decision)
-    try:
-        policy: Any = registry.llm_for(agent=decision.agent, name=decision.name)
-    except PolicyError:
-        policy = None
-    out = [
-        f"{label} inferred ({part.basis})"
-        for label, part in (("tools", spec.tools), ("tool choice", spec.tool_choice))
-        if part.source == "inferred"
-        and not (label == "tool choice" and getattr(policy, "tool_choice", None) is not None)
-    ]
-    model = getattr(policy, "model", None)
-    if model and decision.model and model != decision.model:
-        out.append(f"model {model} (recorded {decision.model})")
-    recorded = _temperature(decision)
-    if recorded is not None and hasattr(policy, "sent_temperature"):
-        request = decision_request(
-            run, decision, decision.context or [], seed=0, step=decision.step,
-            agent=decision.agent,
-        )  # fmt: skip
-        sent = policy.sent_temperature(request)  # what the policy sends, as it decides it
-        if float(sent) != recorded:
-            out.append(f"temperature {sent} (recorded {recorded})")
-    return out
-
-
-def _rule(spec: str, decision: RecordedDecision, registry: PolicyRegistry, outcome: Any) -> Any:
+def _rule(
+    spec: str, decision: RecordedDecision, registry: PolicyRegistry, outcome: Any
+) -> SameDecision:
     assert decision.action is not None
     if spec == "action":
-        return SameAction(decision.action)
+        return SameAction(decision.action)  # type: ignore[return-value]
     return same_decision(spec, decision.action, registry, outcome=outcome)
-
-
-def _temperature(decision: RecordedDecision) -> float | None:
-    value = (decision.params or {}).get("temperature")
-    return float(value) if isinstance(value, int | float) else None
 
 
 async def check_policy(
@@ -287,75 +89,29 @@ async def check_policy(
     budget: Budget | None = None,
     env: Environment | None = None,
     on_sample: Callable[[Sample], None] | None = None,
+    stage: str = STAGE,
 ) -> PolicyCheck:
     """Re-decide every recorded decision of ``run`` (or those of ``steps``) ``samples`` times
     on its exact recorded context and measure how often the registered policy reproduces the
-    recorded action (see the module docstring)."""
-    if samples < 1:
-        raise ValueError("a policy check needs at least one re-decision per decision")
+    recorded action, judged by the rule ``same`` (see the module docstring; the seeds:
+    :func:`~otelcar.attribution.steps.policy_check.check_decisions`)."""
     known = ("action", "outcome", "tool", "tool+args", "judge")
     if same not in known and not same.startswith(("regex:", "judge:")):
         raise DecisionError(
             f"unknown --same {same!r}; use action, outcome, tool, tool+args, regex:PATTERN or judge"
         )
-    env = env or Environment(registry, budget or Budget())
-    before = env.accounting.to_dict()
-    wanted = set(steps) if steps is not None else None
-    base = SeedSpace(seed).stage(STAGE)
-    found: list[DecisionFaithfulness] = []
-    for decision in run.decisions:
-        if decision.step is None or (wanted is not None and decision.step not in wanted):
-            continue
-        described = describe_action(decision.action)
-
-        def skipped(note: str, d: RecordedDecision = decision, shown: str = described) -> None:
-            found.append(
-                DecisionFaithfulness(
-                    d.step, d.agent, d.name, shown, same, 0, 0, 0, 0.0, 1.0,
-                    _temperature(d), note=note,
-                )
-            )  # fmt: skip
-
-        if decision.action is None:
-            skipped("no recorded action")
-            continue
-        try:
-            rule = _rule(same, decision, registry, outcome)
-            sampler = decision_sampler(run, decision, env, rule, seed=base, on_sample=on_sample)
-        except DecisionError as exc:
-            skipped(str(exc))
-            continue
-        differences = request_differences(run, decision, registry)
-        arm = await sampler.ensure([], samples)
-        valid = arm.valid()
-        reproduced = sum(1 for s in valid if s.bad)
-        interval = wilson(reproduced, len(valid), confidence)
-        instead = Counter(describe_action(s.action) for s in valid if not s.bad)
-        found.append(
-            DecisionFaithfulness(
-                decision.step,
-                decision.agent,
-                decision.name,
-                described,
-                rule.describe(),
-                reproduced,
-                len(valid),
-                len(arm.samples) - len(valid),
-                interval.low,
-                interval.high,
-                _temperature(decision),
-                instead.most_common(INSTEAD_SHOWN),
-                differences=differences,
-            )
-        )
-    after = env.accounting.to_dict()
-    return PolicyCheck(
-        run.trace_id,
-        same,
-        samples,
-        confidence,
-        min_rate,
-        seed,
-        found,
-        {k: after[k] - before[k] for k in after},
+    return await check_decisions(
+        run,
+        registry=registry,
+        samples=samples,
+        same=same,
+        rule_for=lambda decision: _rule(same, decision, registry, outcome),
+        seed=seed,
+        confidence=confidence,
+        min_rate=min_rate,
+        steps=steps,
+        budget=budget,
+        env=env,
+        on_sample=on_sample,
+        stage=stage,
     )

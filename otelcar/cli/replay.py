@@ -340,8 +340,9 @@ def rollout_command(
     type=click.IntRange(min=4),
     default=32,
     show_default=True,
-    help="Most rollouts per plan of the refutation (looks at 8, 16, … up to this; it stops "
-    "at the first look where the culprit's effect is significant again).",
+    help="Most rollouts per plan of the refutation (a sequential test read after every "
+    "batch: it stops as soon as the culprit's effect is significant again, or can no "
+    "longer become so within this).",
 )
 @click.option(
     "--policy-check",
@@ -350,8 +351,8 @@ def rollout_command(
     show_default=True,
     metavar="N",
     help="Re-decide the culprit (and the harmful step) N times on its recorded context and "
-    "say when the policy rarely reproduces the recorded action there (0: skip; every step: "
-    "otelcar replay --check-policy).",
+    "say when the policy rarely reproduces the recorded action there; the re-decisions the "
+    "refutation already made there count (0: skip; every step: otelcar replay --check-policy).",
 )
 @click.option("--budget", type=int, help="Most policy calls to spend.")
 @click.option("--seed", type=int, help="Base seed (default: [replay] seed).")

@@ -21,7 +21,9 @@ STAGES: dict[str, str] = {
     "culprit": "the attribution why/fix --step culprit run to choose the step, so why's "
     "samples do not reuse the rollouts that chose it",
     "bisect.confirm": "the bisection's confirmation of the jump it chose",
-    "refute": "the culprit's refutation: its recheck and its placebo share the held arm",
+    "refute": "the culprit's refutation: its recheck and its placebo share the held arm; "
+    "attribute's policy check at the culprit re-decides on these seeds too, so the "
+    "re-decisions the recheck's P_{k-1} rollouts made there are served from the cache",
     "fix.validate": "decision-level validation of every fix candidate, with its own base arm",
     "fix.forward": "forward rollouts of a fix, fixed and unfixed",
     "pairs": "the fresh rollouts preference pairs are tested on (attribution/pairs.py)",

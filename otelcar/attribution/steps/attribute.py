@@ -60,6 +60,7 @@ from otelcar.attribution.steps.curve import (
     point_of_no_return,
     told_apart,
 )
+from otelcar.attribution.steps.policy_check import check_stage
 from otelcar.attribution.steps.refute import refute
 from otelcar.attribution.steps.result import AttributionResult
 from otelcar.attribution.steps.shapley import shapley_values
@@ -168,11 +169,15 @@ async def attribute_async(
     env: Environment | None = None,
     refutation: bool = True,
     refute_rollouts: int = 32,
+    policy_check: int = 8,
 ) -> AttributionResult:
     """Attribute the failure of ``run`` (see the module docstring for the method).
 
     ``refutation``: with a culprit, run its placebo and fresh-seed recheck
     (:mod:`.refute`, ``refute_rollouts`` rollouts per plan, on seeds of their own).
+    ``policy_check``: with a culprit, re-decide it (and the harmful step when it differs)
+    this many times on its recorded context (:func:`.policy_check.check_stage`: on the
+    refutation's seeds, so the re-decisions its rollouts made there are reused; 0: none).
     ``env``: an environment to run in (its cache and accounting, shared with the command that
     asked: the result's cost is what this attribution spent in it).
     ``rollouts``: fixed-R mode; otherwise adaptive with looks from ``first_look`` doubling to
@@ -401,11 +406,20 @@ async def attribute_async(
                 "treat the verdict with suspicion (see `refutations`)"
             )
     harmful = await harmful_step(run, judged)  # a judge's calls, before the cost is read
+    checked = await check_stage(
+        run,
+        env,
+        steps=[] if culprit is None else sorted({culprit.step, harmful} - {None}),
+        samples=policy_check,
+        seed=seed,
+    )
+    notes.extend(checked.notes)
     cost = {
         **_spent(env, spent_before),
         "wall_s": round(time.perf_counter() - started, 3),
         "rollouts": sum(len(o.failures) for o in arms) + sum(r.rollouts for r in refutations),
         "refutation_rollouts": sum(r.rollouts for r in refutations),
+        **({"policy_check_calls": checked.calls} if checked.check is not None else {}),
     }
     shapley_result = None
     if shapley:
@@ -429,6 +443,7 @@ async def attribute_async(
             "wall_s": round(time.perf_counter() - started, 3),
             "rollouts": cost["rollouts"] + shapley_result.rollouts,
             "shapley_rollouts": shapley_result.rollouts,
+            **{k: cost[k] for k in ("refutation_rollouts", "policy_check_calls") if k in cost},
         }
     return AttributionResult(
         shapley=shapley_result,
@@ -449,6 +464,7 @@ async def attribute_async(
         point_of_no_return=None if verdict == "undecided" else point_of_no_return(effects, True),
         harmful_step=harmful,
         refutations=refutations,
+        policy_check=checked.check.to_dict() if checked.check is not None else None,
         looks=done_looks,
         stop_reason=stop_reason
         if rollouts is None or stop_reason in ("budget", "bisection")
