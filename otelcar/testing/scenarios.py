@@ -45,6 +45,9 @@ class Scenario:
     answer: int | None
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Choices whose tool call fails (the tool policy raises): a rollout that makes one is
+    #: lost, as when a branch calls a tool the environment cannot serve.
+    broken: frozenset[str] = frozenset()
 
     @property
     def n(self) -> int:
@@ -159,9 +162,13 @@ def build(scenario: Scenario) -> tuple[pl.DataFrame, PolicyRegistry, FunctionOut
     """Steps table, policies and outcome of a scenario."""
     registry = PolicyRegistry()
     registry.register("llm", CallableLLMPolicy(_decide(scenario), name="scripted"))
-    registry.register(
-        "tool:act", CallableToolPolicy(lambda r: tool_result(r.arguments), name="act")
-    )
+
+    def act(request: Any) -> str:
+        if isinstance(request.arguments, dict) and request.arguments.get("v") in scenario.broken:
+            raise RuntimeError(f"tool act failed on {request.arguments['v']!r}")
+        return tool_result(request.arguments)
+
+    registry.register("tool:act", CallableToolPolicy(act, name="act"))
     outcome = FunctionOutcome(
         lambda steps: scenario.fails(_choices_made(steps)), name=f"{scenario.name} fails"
     )
@@ -238,4 +245,40 @@ def or_case(n: int, a: int, b: int) -> Scenario:
         lambda c: c[a] == "BAD" or c[b] == "BAD",
         a,
         extra={"players": (a, b)},
+    )
+
+
+def lost_branch(
+    n: int = 5,
+    culprit: int = 1,
+    smaller: int = 3,
+    *,
+    p_bad: float = 0.3,
+    p_ok: float = 0.15,
+    p_smaller: float = 0.7,
+) -> Scenario:
+    """Lost rollouts that bias the culprit's effect down (issue 37, point 1).
+
+    Failure needs BAD at ``culprit`` and BAD2 at the later step ``smaller``. Re-decided, the
+    culprit repeats BAD with ``p_bad``, takes the good branch ``ok`` with ``p_ok`` and
+    otherwise ``alt``, whose tool call fails (the rollout is lost); ``smaller`` repeats BAD2
+    with ``p_smaller``. True effects: Δ_culprit = p_smaller · (1 − p_bad) (0.49),
+    Δ_smaller = 1 − p_smaller (0.3). On the surviving pairs the culprit's effect is
+    p_ok · p_smaller / (p_bad + p_ok) (0.23): judged on the survivors alone, the smaller step
+    looks like the culprit. The right answer is the culprit, or a refusal (the lost pairs
+    could change which step is named); naming ``smaller`` is wrong.
+    """
+    recorded = ["ok"] * n
+    recorded[culprit], recorded[smaller] = "BAD", "BAD2"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[culprit] = [("BAD", p_bad), ("ok", p_ok), ("alt", 1 - p_bad - p_ok)]
+    choices[smaller] = [("BAD2", p_smaller), ("ok", 1 - p_smaller)]
+    return Scenario(
+        f"lost-branch-{n}-{culprit}-{smaller}",
+        recorded,
+        choices,
+        lambda c: c[culprit] == "BAD" and c[smaller] == "BAD2",
+        culprit,
+        extra={"smaller": smaller},
+        broken=frozenset({"alt"}),
     )

@@ -32,7 +32,7 @@ import re
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,10 +43,8 @@ from otelcar.attribution.experiment.rollouts import PlanOutcomes, extend
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.stats import (
     look_schedule,
-    mcnemar_exact_greater,
     rejection_chance,
     spending_schedule,
-    stage_of,
 )
 from otelcar.attribution.steps.bisection import bisect
 from otelcar.attribution.steps.curve import (
@@ -60,6 +58,7 @@ from otelcar.attribution.steps.curve import (
     point_of_no_return,
     told_apart,
 )
+from otelcar.attribution.steps.losses import losses_could_change, lost_pairs
 from otelcar.attribution.steps.policy_check import check_stage
 from otelcar.attribution.steps.refute import refute
 from otelcar.attribution.steps.result import AttributionResult
@@ -364,10 +363,14 @@ async def attribute_async(
             f"{len(errors)} rollouts failed and were left out of the estimates"
             + (f" (pairs lost per step: {by_step})" if by_step else "")
         )
-        later = [i for i, upto in enumerate(looks) if done_looks and upto > done_looks[-1]]
-        future = [(looks[i], spend[i] / max(1, run.horizon)) for i in later]
         changing = losses_could_change(
-            culprit, effects, lost, alpha, future=future, futility=futility
+            culprit,
+            effects,
+            lost,
+            alpha,
+            looks=looks,
+            thresholds=[s / max(1, run.horizon) for s in spend],
+            futility=futility,
         )
         if changing:
             reasons = Counter(
@@ -614,71 +617,6 @@ def tools_without_policy(run: RecordedRun, registry: PolicyRegistry) -> list[str
         if call.name
     } | {t["name"] for t in run.tool_definitions() if t.get("name")}
     return sorted(n for n in names if registry.tool_for(n) is registry.default_tool)
-
-
-def lost_pairs(
-    effects: list[StepEffect], outcomes: dict[int, PlanOutcomes], looks: list[int]
-) -> dict[int, int]:
-    """By decision index: the rollouts below the step's look (the ones its pairs come from,
-    :func:`~otelcar.attribution.steps.curve.estimate`) that could not be paired because either of
-    its two plans' rollouts failed."""
-    out: dict[int, int] = {}
-    for e in effects:
-        now, before = outcomes[e.index].failures, outcomes[e.index - 1].failures
-        stage = stage_of(min(len(now), len(before)), looks) if looks else None
-        upto = looks[stage] if stage is not None else min(len(now), len(before))
-        attempted = sum(1 for r in now.keys() & before.keys() if r < upto)
-        out[e.index] = max(0, attempted - e.pairs)
-    return out
-
-
-def losses_could_change(
-    culprit: StepEffect | None,
-    effects: list[StepEffect],
-    lost: dict[int, int],
-    alpha: float,
-    *,
-    future: Sequence[tuple[int, float]] = (),
-    futility: float = 0.0,
-) -> str | None:
-    """Why the verdict could change had the lost pairs been judged, else ``None``.
-
-    Rollouts lost to errors are not missing at random (a missing tool policy fails exactly
-    the rollouts that took the other branch), so each verdict must stand whatever they held.
-    With a culprit: counted against it (each lost pair "fails only when re-decided"), its
-    Holm-adjusted p-value, scaled by the same factor, must stay ≤ ``alpha``. Without: counted
-    for each step (each "fails only when held"), no step may reach ``alpha`` even at Holm's
-    most lenient factor (1), nor — when looks were left (``future``, as in the adaptive
-    design) — keep a ``futility`` chance of becoming significant there."""
-    if culprit is not None:
-        k = lost.get(culprit.index, 0)
-        if not k:
-            return None
-        worst = mcnemar_exact_greater(culprit.only_now, culprit.only_before + k)
-        scale = culprit.p_adjusted / culprit.p_value if culprit.p_value > 0 else 1.0
-        if worst * scale > alpha:
-            return (
-                f"the culprit's {k} lost pairs, had they gone against it, would leave it "
-                f"not significant (p_adj {min(1.0, worst * scale):.2g} > {alpha:g})"
-            )
-        return None
-    for e in effects:
-        k = lost.get(e.index, 0)
-        if not k or e.test_alpha <= 0:
-            continue
-        best = mcnemar_exact_greater(e.only_now + k, e.only_before) * alpha / e.test_alpha
-        if best <= alpha:
-            return (
-                f"step {e.step}'s {k} lost pairs, had they gone for an effect, could make it "
-                f"significant (p {best:.2g} ≤ {alpha:g})"
-            )
-        chance = rejection_chance(e.only_now + k, e.only_before, e.pairs + k, list(future))
-        if future and futility > 0 and chance >= futility:
-            return (
-                f"step {e.step}'s {k} lost pairs, had they gone for an effect, would have kept "
-                f"it in play ({chance:.0%} chance of becoming significant at a later look)"
-            )
-    return None
 
 
 attribute = synchronous(attribute_async, name="attribute")
