@@ -116,6 +116,7 @@ async def live_check(
     if not check.reproduced:
         return check, run, []
     ready = load_run(run.trace_id, run.steps, config.agent, live=check.captured)
+    ready.process = check.process  # what an outcome on the process reads for the recorded run
     read = read_note(ready.requests, command=check.command)
     where, notes = "", []
     store = config.live_requests

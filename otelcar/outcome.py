@@ -13,6 +13,9 @@ whether the run **failed**. Built-ins:
 |   | (``negate`` flips it) |
 | ``judge`` | the LLM policy ``policy`` answers yes to ``question`` about the transcript |
 | ``function`` | ``module:function(steps) -> bool`` returns True |
+| ``exit_status`` | the agent's process exits with a nonzero status (or one of ``codes``) |
+| ``output_line`` | a line of the agent's ``stream`` (stdout) matches ``pattern`` (regex) |
+|   | (``negate``: no line does) |
 
 ``any`` / ``all`` combine rules. Outcome *types* are a registry (:func:`register_outcome_type`),
 filled through the ``register_outcomes`` plugin hook (:mod:`otelcar.plugins`) the first time
@@ -53,6 +56,16 @@ class Outcome(Protocol):
     def describe(self) -> str: ...
 
     async def failed(self, steps: pl.DataFrame) -> bool: ...
+
+
+class ProcessEnd(Protocol):
+    """How the agent's process ended, as a process outcome reads it
+    (:class:`otelcar.live.agent.AgentRun`): ``returncode`` (``None``: killed at its timeout)
+    and the tails of what it wrote."""
+
+    returncode: int | None
+    stdout_tail: str
+    stderr_tail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +109,17 @@ def events_of(steps: pl.DataFrame) -> list[RunEvent]:
 def judges_events(outcome: Any) -> bool:
     """Whether ``outcome`` can judge a run from its events (``failed_on``) alone."""
     return bool(getattr(outcome, "judges_events", False))
+
+
+def judges_process(outcome: Any) -> bool:
+    """Whether ``outcome`` judges the agent's process (``failed_on_process``), not a trace."""
+    return bool(getattr(outcome, "judges_process", False))
+
+
+def judges_exit(outcome: Any) -> bool:
+    """Whether ``outcome`` reads the agent's exit status: a nonzero exit is then a judged
+    outcome, not a rollout that failed to run."""
+    return bool(getattr(outcome, "judges_exit", False))
 
 
 def _matches(expected: Any, actual: Any) -> bool:
@@ -238,6 +262,82 @@ def _transcript(events: list[RunEvent]) -> str:
     return "\n".join(lines)
 
 
+class _ProcessOutcome:
+    """An outcome on the agent's process: a trace has none to judge."""
+
+    judges_process = True
+    judges_exit = False
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    async def failed(self, steps: pl.DataFrame) -> bool:
+        raise OutcomeError(
+            f"the outcome '{self.describe()}' judges the agent's process, which a trace does "
+            "not record: run with --agent CMD (the recorded run's is then its held live "
+            "replay's)"
+        )
+
+    def failed_on_process(self, process: ProcessEnd) -> bool:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ExitStatus(_ProcessOutcome):
+    """Fails when the agent exits with a nonzero status, or with one of ``codes``."""
+
+    codes: tuple[int, ...] | None = None
+    judges_exit = True
+
+    def __post_init__(self) -> None:
+        if self.codes is not None and (
+            not self.codes or not all(type(c) is int for c in self.codes)
+        ):
+            raise OutcomeError("exit_status: codes must be a non-empty list of integers")
+
+    def describe(self) -> str:
+        if self.codes is None:
+            return "the agent exits with a nonzero status"
+        return f"the agent exits with status {' or '.join(map(str, self.codes))}"
+
+    def failed_on_process(self, process: ProcessEnd) -> bool:
+        code = process.returncode
+        if code is None:
+            raise OutcomeError("the agent was killed at its timeout: it has no exit status")
+        return code != 0 if self.codes is None else code in self.codes
+
+
+@dataclass(frozen=True)
+class OutputLine(_ProcessOutcome):
+    """Fails when a line of the agent's ``stream`` matches ``pattern`` (``negate``: when
+    none does). Only the tail the agent run keeps is read (:data:`otelcar.live.agent`'s
+    ``OUTPUT_TAIL``)."""
+
+    pattern: str
+    stream: str = "stdout"
+    negate: bool = False
+
+    def __post_init__(self) -> None:
+        if self.stream not in ("stdout", "stderr"):
+            raise OutcomeError(f"output_line: stream must be stdout or stderr, not {self.stream!r}")
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise OutcomeError(f"output_line: pattern {self.pattern!r}: {exc}") from None
+
+    def describe(self) -> str:
+        return (
+            f"{'no' if self.negate else 'a'} line of the agent's {self.stream} matches "
+            f"/{self.pattern}/"
+        )
+
+    def failed_on_process(self, process: ProcessEnd) -> bool:
+        text = process.stdout_tail if self.stream == "stdout" else process.stderr_tail
+        regex = re.compile(self.pattern)
+        hit = any(regex.search(line) for line in text.splitlines())
+        return not hit if self.negate else hit
+
+
 @dataclass(frozen=True)
 class FunctionOutcome:
     """``function(steps, **args)`` is true when the run failed; ``args`` come from the
@@ -269,11 +369,22 @@ class AnyOf:
     def judges_events(self) -> bool:
         return all(judges_events(rule) for rule in self.rules)
 
+    @property
+    def judges_process(self) -> bool:
+        return all(judges_process(rule) for rule in self.rules)
+
+    @property
+    def judges_exit(self) -> bool:
+        return any(judges_exit(rule) for rule in self.rules)
+
     async def failed(self, steps: pl.DataFrame) -> bool:
         for rule in self.rules:
             if await rule.failed(steps):
                 return True
         return False
+
+    def failed_on_process(self, process: ProcessEnd) -> bool:
+        return any(rule.failed_on_process(process) for rule in self.rules)  # type: ignore[attr-defined]
 
     async def failed_on(self, events: list[RunEvent]) -> bool:
         for rule in self.rules:
@@ -293,11 +404,22 @@ class AllOf:
     def judges_events(self) -> bool:
         return all(judges_events(rule) for rule in self.rules)
 
+    @property
+    def judges_process(self) -> bool:
+        return all(judges_process(rule) for rule in self.rules)
+
+    @property
+    def judges_exit(self) -> bool:
+        return any(judges_exit(rule) for rule in self.rules)
+
     async def failed(self, steps: pl.DataFrame) -> bool:
         for rule in self.rules:
             if not await rule.failed(steps):
                 return False
         return True
+
+    def failed_on_process(self, process: ProcessEnd) -> bool:
+        return all(rule.failed_on_process(process) for rule in self.rules)  # type: ignore[attr-defined]
 
     async def failed_on(self, events: list[RunEvent]) -> bool:
         for rule in self.rules:
@@ -347,6 +469,13 @@ def outcome_from_config(config: Mapping[str, Any], registry: Any = None) -> Outc
         rules = tuple(outcome_from_config(rule, registry) for rule in config[key])
         if not rules:
             raise OutcomeError(f"outcome '{key}' has no rules")
+        on_process = [judges_process(rule) for rule in rules]
+        if any(on_process) and not all(on_process):
+            raise OutcomeError(
+                f"outcome '{key}': rules on the agent's process (exit_status, output_line) "
+                "cannot be combined with rules on its trace: the recorded trace has no "
+                "process, and a rollout is judged on one or the other"
+            )
         return AnyOf(rules) if key == "any" else AllOf(rules)
     _PLUGINS.ensure()
     kind = config.get("type")
@@ -398,6 +527,21 @@ def _function(options: dict[str, Any], _registry: Any) -> Outcome:
     return FunctionOutcome(load_callable(options["function"]), options["function"], args)
 
 
+def _exit_status(options: dict[str, Any], _registry: Any) -> Outcome:
+    codes = options.pop("codes", None)
+    if options:
+        raise OutcomeError(
+            f"outcome 'exit_status': unknown option(s) {', '.join(sorted(options))}; known: codes"
+        )
+    if codes is not None and not isinstance(codes, list | tuple):
+        raise OutcomeError("exit_status: codes must be a list of integers")
+    return ExitStatus(tuple(codes) if codes is not None else None)
+
+
+def _output_line(options: dict[str, Any], _registry: Any) -> Outcome:
+    return OutputLine(**options)
+
+
 def asks_a_judge(outcome: Outcome) -> bool:
     """Whether judging needs an LLM judge (a ``judge`` rule, in any ``any``/``all``)."""
     if isinstance(outcome, AnyOf | AllOf):
@@ -407,11 +551,14 @@ def asks_a_judge(outcome: Outcome) -> bool:
 
 async def recorded_verdict(outcome: Outcome, steps: pl.DataFrame) -> tuple[str, str | None]:
     """A recorded run judged as it was recorded, with no policy call: ``("fail", None)``,
-    ``("pass", None)``, ``("judge", None)`` when the outcome asks an LLM judge (not run), or
+    ``("pass", None)``, ``("judge", None)`` when the outcome asks an LLM judge (not run),
+    ``("agent", None)`` when it judges the agent's process (not in a trace), or
     ``("error", reason)`` when the outcome raised. What ``otelcar traces`` and the console's
     list show in their outcome column."""
     if asks_a_judge(outcome):
         return "judge", None
+    if judges_process(outcome):
+        return "agent", None
     try:
         failed = await outcome.failed(steps)
     except OtelcarError as exc:
@@ -426,4 +573,6 @@ BUILTIN_OUTCOMES: tuple[tuple[str, OutcomeFactory], ...] = (
     ("final_answer", _final_answer),
     ("judge", _judge),
     ("function", _function),
+    ("exit_status", _exit_status),
+    ("output_line", _output_line),
 )

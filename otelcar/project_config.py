@@ -311,6 +311,8 @@ def config_schema_document() -> dict[str, Any]:
             "policy": {"type": "string"},
             "question": {"type": "string"},
             "function": {"type": "string"},
+            "codes": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+            "stream": {"enum": ["stdout", "stderr"]},
             "any": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
             "all": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
         },

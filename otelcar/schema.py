@@ -317,9 +317,10 @@ def traces_list_schema_document() -> dict[str, Any]:
     the config has an ``[outcome]``."""
     item = _trace_item()
     item["properties"]["outcome"] = {
-        "enum": ["fail", "pass", "judge", "error"],
+        "enum": ["fail", "pass", "judge", "agent", "error"],
         "description": "the configured [outcome] on the recorded run, as recorded: judge when "
-        "it needs an LLM judge (not run by otelcar traces), error when it raised",
+        "it needs an LLM judge (not run by otelcar traces), agent when it judges the agent's "
+        "process (exit status, output: not in a trace), error when it raised",
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -45,7 +45,7 @@ from otelcar.attribution.steps.attribute import attribute_async
 from otelcar.cost import policy_calls_text
 from otelcar.errors import OtelcarError
 from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
-from otelcar.outcome import Outcome
+from otelcar.outcome import Outcome, judges_process
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.requests import AgentDeclaration
 from otelcar.sync import synchronous
@@ -193,17 +193,24 @@ async def attribute_trace(
     module-level coroutine function, so that an executor can run it on a worker."""
     from otelcar.replay.harness import Budget
     from otelcar.replay.recorded import load_run
+    from otelcar.replay.rollout_table import recorded_failed
 
-    try:
-        failed = await outcome.failed(steps)
-    except Exception as exc:
-        return TraceVerdict(trace_id, "skipped", reason=f"outcome: {exc}")
-    if not failed:
-        return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
+    # An outcome on the agent's process is known only once `prepare` (the live check) ran
+    # the agent: the trace records no process.
+    on_process = judges_process(outcome) and prepare is not None
+    if not on_process:
+        try:
+            failed = await outcome.failed(steps)
+        except Exception as exc:
+            return TraceVerdict(trace_id, "skipped", reason=f"outcome: {exc}")
+        if not failed:
+            return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
     try:
         run = load_run(trace_id, steps, agent)
         if prepare is not None:
             run = await prepare(run)
+        if on_process and not await recorded_failed(outcome, run):
+            return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
         result = await attribute_async(
             run, registry=registry, outcome=outcome, budget=Budget(*budget), **options
         )

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 CONFIG_HELP = "otelcar.toml with the policies and the outcome."
 FAIL_IF_HELP = (
     "Outcome rule (any of them fails): tool_called:NAME, tool_not_called:NAME, "
-    "final_answer:REGEX. Overrides [outcome]."
+    "final_answer:REGEX; with --agent also exit_status[:CODE,...] and output_line:REGEX (the "
+    "agent's process). Overrides [outcome]."
 )
 
 
@@ -116,14 +117,23 @@ def executor_for(
 
 
 def fail_if_rule(spec: str) -> dict[str, Any]:
-    """``tool_called:NAME``, ``tool_not_called:NAME``, ``final_answer:REGEX`` as outcome config."""
+    """``tool_called:NAME``, ``tool_not_called:NAME``, ``final_answer:REGEX``,
+    ``exit_status[:CODE,…]``, ``output_line:REGEX`` as outcome config."""
     kind, _, value = spec.partition(":")
     if kind in ("tool_called", "tool_not_called") and value:
         return {"type": kind, "tool": value}
-    if kind == "final_answer" and value:
-        return {"type": "final_answer", "pattern": value}
+    if kind in ("final_answer", "output_line") and value:
+        return {"type": kind, "pattern": value}
+    if kind == "exit_status" and not value:
+        return {"type": "exit_status"}
+    if kind == "exit_status":
+        try:
+            return {"type": "exit_status", "codes": [int(c) for c in value.split(",")]}
+        except ValueError:
+            pass
     raise click.BadParameter(
-        f"{spec!r}: use tool_called:NAME, tool_not_called:NAME or final_answer:REGEX",
+        f"{spec!r}: use tool_called:NAME, tool_not_called:NAME, final_answer:REGEX, "
+        "exit_status[:CODE,...] or output_line:REGEX",
         param_hint="--fail-if",
     )
 

@@ -30,6 +30,7 @@ def save_rollouts(
 ) -> Any:
     """Keep ``result`` (a RolloutSet of ``run``) as timeline ``name``, with the recorded
     run judged by the configured outcome (``rollout --save``)."""
+    from otelcar.replay.rollout_table import recorded_failed as judge_recorded
     from otelcar.replay.timelines import check_name, save_timeline
     from otelcar.sync import run_sync
 
@@ -37,7 +38,7 @@ def save_rollouts(
     recorded_failed = None
     if config.outcome is not None:
         try:
-            recorded_failed = bool(run_sync(config.outcome.failed(steps)))
+            recorded_failed = run_sync(judge_recorded(config.outcome, run, steps))
         except Exception as exc:  # the user's outcome: its failure is reported, not fatal
             console(stderr=True).print(
                 f"note: the outcome raised on the recorded run ({type(exc).__name__}: {exc}); "

@@ -29,8 +29,9 @@ from typing import Any
 
 from otelcar.errors import OtelcarError
 
-#: How much of the agent's stderr is kept with a failed rollout.
-STDERR_TAIL = 2000
+#: How much of the agent's stdout and stderr is kept with its rollout (what an
+#: ``output_line`` outcome reads): the last 64 KiB of text; earlier lines are not kept.
+OUTPUT_TAIL = 1 << 16
 
 
 class AgentError(OtelcarError):
@@ -102,18 +103,21 @@ class AgentCommand:
 @dataclass(frozen=True)
 class AgentRun:
     """How one run of the agent ended: its exit status (``None``: killed at the timeout),
-    the tail of its stderr, and how long it took."""
+    the tails of its stderr and stdout (what an ``output_line`` outcome reads:
+    :class:`otelcar.outcome.ProcessEnd`), and how long it took."""
 
     returncode: int | None
     timed_out: bool
     stderr_tail: str
     wall_s: float
+    stdout_tail: str = ""
 
-    def failure(self, timeout_s: float) -> str | None:
-        """Why the run counts as failed to run (``None``: it exited 0)."""
+    def failure(self, timeout_s: float, *, exit_judged: bool = False) -> str | None:
+        """Why the run counts as failed to run (``None``: it exited 0, or, with
+        ``exit_judged`` — the outcome reads the exit status — it exited at all)."""
         if self.timed_out:
             return f"the agent ran past timeout_s = {timeout_s:g} s and was killed"
-        if self.returncode != 0:
+        if self.returncode != 0 and not exit_judged:
             tail = self.stderr_tail.strip().splitlines()[-1:] or ["(no stderr)"]
             return f"the agent exited with status {self.returncode}: {tail[0]}"
         return None
@@ -144,7 +148,7 @@ async def run_agent(
                 cwd=str(command.cwd) if command.cwd is not None else None,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed whole
             )
@@ -153,20 +157,25 @@ async def run_agent(
         timed_out = False
         try:
             try:
-                _, stderr = await asyncio.wait_for(process.communicate(), command.timeout_s)
+                stdout, stderr = await asyncio.wait_for(process.communicate(), command.timeout_s)
             except TimeoutError:
                 timed_out = True
                 _kill_group(process.pid)
-                _, stderr = await process.communicate()
+                stdout, stderr = await process.communicate()
         finally:
             _kill_group(process.pid)  # whatever it started goes too (also when cancelled)
-        text = (stderr or b"").decode("utf-8", "replace")
         return AgentRun(
             None if timed_out else process.returncode,
             timed_out,
-            text[-STDERR_TAIL:],
+            _tail(stderr, OUTPUT_TAIL),
             time.perf_counter() - started,
+            _tail(stdout, OUTPUT_TAIL),
         )
+
+
+def _tail(data: bytes | None, chars: int) -> str:
+    """The last ``chars`` characters of what a stream carried, decoded (bad bytes replaced)."""
+    return (data or b"")[-4 * chars :].decode("utf-8", "replace")[-chars:]
 
 
 def _kill_group(pid: int) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from otelcar.errors import OtelcarError
 from otelcar.live.agent import AgentCommand
 from otelcar.live.executor import LiveExecutor
-from otelcar.outcome import Outcome
+from otelcar.outcome import Outcome, judges_process
 from otelcar.replay.harness import Environment
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
@@ -66,8 +66,12 @@ class LiveCheck:
     replayed_failed: bool | None = None
     captured: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: what the outcome judged: ``"trace"`` (the agent's own spans), ``"requests"`` (the
-    #: agent sent none: what the endpoint saw) or ``None`` (no outcome, or not judged)
+    #: agent sent none: what the endpoint saw), ``"process"`` (its exit status or output)
+    #: or ``None`` (no outcome, or not judged)
     judged_on: str | None = None
+    #: how the held run's process ended (:class:`otelcar.live.agent.AgentRun`): with an
+    #: outcome on the process, the recorded run's outcome is read from it
+    process: Any = None
 
     @property
     def reproduced(self) -> bool:
@@ -107,6 +111,13 @@ class LiveCheck:
                 "otelcar answered (a tool call of the last answer counts as made): point its "
                 "OTLP exporter at OTEL_EXPORTER_OTLP_ENDPOINT to judge its own trace"
             )
+        if self.judged_on == "process":
+            code = getattr(self.process, "returncode", None)
+            return (
+                "; each rollout is judged on the agent's process (its exit status, its output); "
+                "the trace records no process, so the recorded run's outcome is this held "
+                f"run's (exit status {code}: failed={self.replayed_failed})"
+            )
         return ""
 
     def headline(self) -> str:
@@ -133,6 +144,7 @@ class LiveCheck:
             "recorded_failed": self.recorded_failed,
             "replayed_failed": self.replayed_failed,
             "judged_on": self.judged_on,
+            "exit_status": getattr(self.process, "returncode", None),
             "requests": [r.to_dict() for r in self.requests],
         }
 
@@ -194,7 +206,15 @@ async def check_live(
                 "tool_choice": request.tool_choice_text,
                 "params": dict(request.params),
             }
-    recorded_failed = await outcome.failed(run.steps) if outcome is not None else None
+    process = judged.rollout.process
+    if outcome is None:
+        recorded_failed = None
+    elif judges_process(outcome):
+        # A trace records no process: a held replay that made every recorded request again
+        # ended as the recorded run did, so its process is the recorded run's (headline).
+        recorded_failed = judged.failed
+    else:
+        recorded_failed = await outcome.failed(run.steps)
     return LiveCheck(
         run.trace_id,
         command.describe(),
@@ -206,4 +226,5 @@ async def check_live(
         judged.failed,
         captured,
         next((k for k, n in executor.judged_on.items() if n), None),
+        process,
     )

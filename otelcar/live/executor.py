@@ -8,9 +8,11 @@ event loop, and for each rollout a :class:`~otelcar.live.session.RolloutSession`
 the plan, a receiver of its own spans (:mod:`otelcar.live.spans`) and one run of the agent
 (:mod:`otelcar.live.agent`) pointed at both, at most ``concurrency`` at once.
 
-A rollout whose agent exits 0 is ``final``. Its own trace — the spans its agent sent, built
-into a steps table as an imported trace is — is its :attr:`~otelcar.replay.harness.Rollout.trace`
-and is what the outcome judges, with the same ``[outcome]`` as the recorded run. An agent
+A rollout whose agent exits 0 is ``final`` (any exit, when the outcome reads the exit
+status: ``exit_status``); an outcome on the agent's process judges how it ended (its exit
+status, a line of its output). Its own trace — the spans its agent sent, built into a steps
+table as an imported trace is — is its :attr:`~otelcar.replay.harness.Rollout.trace` and is
+what any other outcome judges, with the same ``[outcome]`` as the recorded run. An agent
 that sent no spans is judged on what the endpoint saw (every answer, and the tool results the
 agent sent back), and :attr:`LiveExecutor.judged_on` says which. A rollout whose agent
 failed, hung past ``timeout_s`` or whose policy failed is ``failed`` with the reason (its
@@ -28,7 +30,7 @@ from otelcar.live.agent import AgentCommand, agent_environment, run_agent
 from otelcar.live.endpoint import ModelEndpoint
 from otelcar.live.session import RolloutSession
 from otelcar.live.spans import RolloutTrace
-from otelcar.outcome import Outcome
+from otelcar.outcome import Outcome, judges_exit, judges_process
 from otelcar.policies.base import PolicyUnavailable
 from otelcar.replay.execution import Judged
 from otelcar.replay.harness import BudgetExhausted, Environment, Rollout
@@ -44,6 +46,13 @@ def first_input(run: RecordedRun) -> str | None:
             if message.role == "user" and message.content:
                 return message.content
     return None
+
+
+def _judged_on(outcome: Outcome, rollout: Rollout) -> str:
+    """What ``rollout`` is judged on (:func:`otelcar.replay.rollout_table.rollout_failed`)."""
+    if judges_process(outcome):
+        return "process"
+    return "trace" if rollout.trace is not None else "requests"
 
 
 class LiveExecutor:
@@ -64,9 +73,10 @@ class LiveExecutor:
         #: answers, to inspect); off by default, so an executor that serves many traces
         #: holds no past requests
         self.sessions: list[RolloutSession] | None = [] if keep_sessions else None
-        #: how many judged rollouts were judged on their own trace (``"trace"``) and how many
-        #: on the requests the endpoint saw (``"requests"``: the agent sent no spans)
-        self.judged_on: dict[str, int] = {"trace": 0, "requests": 0}
+        #: how many judged rollouts were judged on their own trace (``"trace"``), on the
+        #: requests the endpoint saw (``"requests"``: the agent sent no spans) and on the
+        #: agent's process (``"process"``: an outcome on its exit status or output)
+        self.judged_on: dict[str, int] = {"trace": 0, "requests": 0, "process": 0}
 
     async def run_rollouts(
         self,
@@ -131,20 +141,24 @@ class LiveExecutor:
         budget = next((e for e in errors if isinstance(e, BudgetExhausted)), None)
         if budget is not None:
             return Judged(session.rollout_record("budget", str(budget)), None)
+        exit_judged = outcome is not None and judges_exit(outcome)
         problem = (
             f"the model endpoint could not answer: {errors[0]}"
             if errors
-            else ran.failure(self.command.timeout_s)
+            else ran.failure(self.command.timeout_s, exit_judged=exit_judged)
         )
         if problem is not None:
             tail = ran.stderr_tail.strip()
             detail = f" (stderr: …{tail[-300:]})" if tail and errors else ""
-            return Judged(session.rollout_record("failed", problem + detail), None)
+            failed_run = session.rollout_record("failed", problem + detail)
+            failed_run.process = ran
+            return Judged(failed_run, None)
         rollout = session.rollout_record("final")
         rollout.trace = trace
+        rollout.process = ran
         failed = None
         if outcome is not None:
-            self.judged_on["trace" if rollout.trace is not None else "requests"] += 1
+            self.judged_on[_judged_on(outcome, rollout)] += 1
             try:
                 failed = await rollout_failed(env.bind(outcome), rollout)
             except Exception as exc:

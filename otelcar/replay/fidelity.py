@@ -18,12 +18,12 @@ from typing import Any
 
 import polars as pl
 
-from otelcar.outcome import Outcome
+from otelcar.outcome import Outcome, judges_process
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Environment, replay
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import ActionRef, ObsRef, RecordedDecision, RecordedRun
-from otelcar.replay.rollout_table import rollout_failed
+from otelcar.replay.rollout_table import recorded_failed, rollout_failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +161,16 @@ async def check_fidelity_async(
         report.notes.append(inferred)
     if outcome is not None:
         report.outcome = outcome.describe()
-        steps = recorded_steps if recorded_steps is not None else run.steps
-        report.recorded_failed = await outcome.failed(steps)
-        if rollout.ok:
+        report.recorded_failed = await recorded_failed(outcome, run, recorded_steps)
+        if rollout.ok and judges_process(outcome) and rollout.process is None:
+            # the rebuilt held replay runs no process: a live check's held run of the agent
+            # (run.process) is this run's held replay, and made every recorded request again
+            report.replayed_failed = report.recorded_failed
+            report.notes.append(
+                "the outcome judges the agent's process: the held replay judged is the live "
+                "check's run of the agent"
+            )
+        elif rollout.ok:
             report.replayed_failed = await rollout_failed(outcome, rollout)
     return report
 

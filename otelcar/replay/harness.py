@@ -294,7 +294,8 @@ class Rollout:
     """One rollout of one plan: its decisions, how it ended, and why. ``trace``: the
     rollout's own trace as a steps table (:data:`otelcar.schema.STEPS_SCHEMA`), where the
     rollout made one (a live rollout's agent sends its spans, :mod:`otelcar.live.spans`);
-    ``None`` for the rebuilt agent, whose rollout is its decisions."""
+    ``None`` for the rebuilt agent, whose rollout is its decisions. ``process``: how the
+    agent's process ended (:class:`otelcar.outcome.ProcessEnd`), for a live rollout."""
 
     index: int
     seed: int
@@ -303,6 +304,7 @@ class Rollout:
     status: str = "running"  # final | horizon | truncated | failed | budget
     error: str | None = None
     trace: Any = None  # a polars DataFrame (STEPS_SCHEMA) or None
+    process: Any = None  # a ProcessEnd or None
 
     @property
     def ok(self) -> bool:

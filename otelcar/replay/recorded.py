@@ -119,6 +119,9 @@ class RecordedRun:
     trace_id: str
     decisions: list[RecordedDecision]
     steps: pl.DataFrame
+    #: how the agent's process ended in the held live replay that reproduced this run (a
+    #: trace records no process; :func:`otelcar.replay.rollout_table.recorded_failed`)
+    process: Any = None
     _links: tuple[ContextLink, ...] | None = field(default=None, repr=False, compare=False)
     _requests: RunRequests | None = field(default=None, repr=False, compare=False)
 

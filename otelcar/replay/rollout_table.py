@@ -23,9 +23,10 @@ from otelcar.messages import (
     encode_arguments,
     survives_encoding,
 )
-from otelcar.outcome import Outcome, RunEvent, judges_events
+from otelcar.outcome import Outcome, OutcomeError, RunEvent, judges_events, judges_process
 from otelcar.replay.contexts import ReplayedObservation
 from otelcar.replay.harness import Rollout
+from otelcar.replay.recorded import RecordedRun
 
 ROLLOUT_SCHEMA = pl.Schema(
     {
@@ -146,11 +147,33 @@ def _arguments_as_in_table(call: ToolCall) -> Any:
 
 
 async def rollout_failed(outcome: Outcome, rollout: Rollout) -> bool:
-    """Whether ``rollout`` failed by ``outcome``: on its own trace when it made one (a live
-    rollout's spans: judged as a recorded trace is); else from its events when the outcome
-    judges events (the built-ins), else from its steps table."""
+    """Whether ``rollout`` failed by ``outcome``: on its agent's process when the outcome
+    judges one (``exit_status``, ``output_line``: a live rollout's); on its own trace when it
+    made one (a live rollout's spans: judged as a recorded trace is); else from its events
+    when the outcome judges events (the built-ins), else from its steps table."""
+    if judges_process(outcome):
+        if rollout.process is None:
+            raise OutcomeError(
+                f"the outcome '{outcome.describe()}' judges the agent's process: only a live "
+                "rollout has one (--agent CMD)"
+            )
+        return bool(outcome.failed_on_process(rollout.process))  # type: ignore[attr-defined]
     if rollout.trace is not None:
         return bool(await outcome.failed(rollout.trace))
     if judges_events(outcome):
         return bool(await outcome.failed_on(rollout_events(rollout)))  # type: ignore[attr-defined]
     return bool(await outcome.failed(rollout_steps(rollout)))
+
+
+async def recorded_failed(
+    outcome: Outcome, run: RecordedRun, steps: pl.DataFrame | None = None
+) -> bool:
+    """Whether the recorded run failed by ``outcome``: judged on its steps table (``steps``,
+    else ``run.steps``), or, for an outcome on the agent's process, on ``run.process`` — the
+    process of its held live replay, which made every recorded request again (a trace records
+    no process); raises :class:`~otelcar.outcome.OutcomeError` without one."""
+    if judges_process(outcome):
+        if run.process is None:
+            return bool(await outcome.failed(run.steps))  # raises: says to run with --agent
+        return bool(outcome.failed_on_process(run.process))  # type: ignore[attr-defined]
+    return bool(await outcome.failed(steps if steps is not None else run.steps))

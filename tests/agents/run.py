@@ -10,7 +10,10 @@ the tools offered, with OITracer AGENT and TOOL spans) or ``none`` (no tracing: 
 along a rollout). Spans go to ``--out`` through the official OTLP/JSON file exporter, or
 without ``--out`` through the official OTLP/HTTP exporter configured from the environment
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_RESOURCE_ATTRIBUTES``), as a deployed agent's do.
-Prints the agent's final answer.
+Prints the agent's final answer. ``--fail-on TOOL:ARG=VALUE`` is the acceptance check a
+user's script ends with: after the answer it prints ``CHECK FAILED: …`` and exits with
+status 1 (``--fail-status``) when the agent called TOOL with ARG = VALUE (what an ``exit_status`` or
+``output_line`` outcome judges on a live rollout).
 
 ``agents_sdk`` (the OpenAI Agents SDK) makes its own client from the environment
 (``--base-url`` sets ``OPENAI_BASE_URL``) and traces its own agents, tools and model calls:
@@ -92,6 +95,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument(
         "--handoff-reason", action="store_true", help="agents_sdk: the handoff takes a reason."
     )
+    parser.add_argument("--fail-on", help="TOOL:ARG=VALUE: exit 1 when the agent made that call.")
+    parser.add_argument("--fail-status", type=int, default=1, help="--fail-on's exit status.")
     args = parser.parse_args(argv)
     agent = importlib.import_module(f"tests.agents.{args.agent}")
     if args.system is not None:
@@ -127,6 +132,7 @@ def main(argv: list[str] | None = None) -> str:
             hooks = OpenInferenceHooks(
                 OITracer(provider.get_tracer("tests.agents"), config=TraceConfig())
             )
+    watching = hooks = Watching(hooks)
     client = openai.OpenAI(base_url=args.base_url, api_key="not-a-key", max_retries=0)
     tracer = provider.get_tracer("tests.agents") if provider else None
     if tracer is not None and args.instrument == "openai-v2" and args.agent != "handoff":
@@ -138,7 +144,32 @@ def main(argv: list[str] | None = None) -> str:
         answer = agent.run(client, hooks, seed=args.seed)
     if provider is not None:
         provider.shutdown()
+    if args.fail_on is not None and watching.made(args.fail_on):
+        print(answer)
+        print(f"CHECK FAILED: the agent called {args.fail_on}")
+        raise SystemExit(args.fail_status)
     return answer
+
+
+class Watching(Hooks):
+    """Another agent's hooks, keeping every tool call the agent made (its acceptance check)."""
+
+    def __init__(self, inner: Hooks) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def agent(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self.inner.agent(name)
+
+    def tool(self, name: str, call_id: str, arguments: dict[str, Any], run: Callable[[], str]):
+        self.calls.append((name, dict(arguments)))
+        return self.inner.tool(name, call_id, arguments, run)
+
+    def made(self, spec: str) -> bool:
+        """Whether a call matches ``TOOL:ARG=VALUE``."""
+        tool, _, rest = spec.partition(":")
+        key, _, value = rest.partition("=")
+        return any(n == tool and str(a.get(key)) == value for n, a in self.calls)
 
 
 def _processor(out: str | None) -> Any:

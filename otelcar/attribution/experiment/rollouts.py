@@ -19,7 +19,7 @@ from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
-from otelcar.replay.rollout_table import rollout_events, rollout_steps
+from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout_steps
 
 
 @dataclass
@@ -48,6 +48,9 @@ async def _judge_factual(
     ``target.errors`` like any failed rollout (it used to vanish uncounted)."""
     assert target.factual is not None
     try:
+        if target.factual.process is not None or target.factual.trace is not None:
+            # a live rollout: a run of the agent, judged on its own trace or process
+            return await rollout_failed(outcome, target.factual)
         if judges_events(outcome):
             if target.factual_events is None:
                 target.factual_events = rollout_events(target.factual)

@@ -65,7 +65,14 @@ from otelcar.attribution.steps.result import AttributionResult
 from otelcar.attribution.steps.shapley import shapley_values
 from otelcar.config_checks import outcome_hints
 from otelcar.errors import OtelcarError
-from otelcar.outcome import Outcome, RunEvent, events_of, judges_events
+from otelcar.outcome import (
+    Outcome,
+    RunEvent,
+    events_of,
+    judges_events,
+    judges_exit,
+    judges_process,
+)
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import RolloutsFailed
 from otelcar.replay.execution import current_executor
@@ -91,6 +98,17 @@ class Negated:
     @property
     def judges_events(self) -> bool:
         return judges_events(self.inner)
+
+    @property
+    def judges_process(self) -> bool:
+        return judges_process(self.inner)
+
+    @property
+    def judges_exit(self) -> bool:
+        return judges_exit(self.inner)
+
+    def failed_on_process(self, process: Any) -> bool:
+        return not self.inner.failed_on_process(process)  # type: ignore[attr-defined]
 
     async def failed(self, steps: pl.DataFrame) -> bool:
         return not await self.inner.failed(steps)
