@@ -185,6 +185,51 @@ def test_openai_policy_retries_transient_errors_and_parses_tool_calls():
     assert not isinstance(info.value, PolicyUnavailable)
 
 
+class _Odd(BaseHTTPRequestHandler):
+    """A server that answers 200 with what ``body`` says, and 400 to a request for ``bad``."""
+
+    body = b"not json"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        status, data = (
+            (400, b'{"error": {"message": "no such model"}}')
+            if request.get("model") == "bad"
+            else (200, type(self).body)
+        )
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "message"),
+    [
+        ("m", b"not json", "not JSON"),
+        ("m", b'{"choices": []}', "returned no choices"),
+        ("bad", b"", "refused the request.*no such model"),
+    ],
+)
+def test_openai_policy_names_an_answer_it_cannot_read(model: str, body: bytes, message: str):
+    _Odd.body = body
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        policy = OpenAICompatiblePolicy(
+            base_url=f"http://127.0.0.1:{server.server_port}/v1", model=model, max_retries=0
+        )
+        with pytest.raises(PolicyError, match=message):
+            asyncio.run(policy.decide(_request(_run().decisions[0])))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_openai_policy_that_never_answered_is_unavailable_at_once():
     """A refused connection before any answer stops the command: PolicyUnavailable after
     first_call_retries + 1 attempts, whatever max_retries says."""

@@ -224,16 +224,18 @@ class OpenAICompatiblePolicy:
         return self.sent_temperature(request)
 
     async def decide(self, request: DecisionRequest) -> Decision:
+        import httpx
         import openai
 
         client = self._get_client()
-        body = self.request_body(request)
+        body = {**self.request_body(request), **(self.extra_body or {})}
         delay = 0.5
         for attempt in range(self.max_retries + 1):
             try:
-                response = await client.chat.completions.create(
-                    **body, extra_body=self.extra_body or None
-                )
+                # The client's own transport (timeouts, error types, headers), without its
+                # typed request transform and response models: the body is built here and the
+                # answer read as JSON, about 1 ms less per call (benchmarks/live_replay.py).
+                response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
                 break
             except openai.APIConnectionError as exc:  # refused, unreachable, timed out
                 if not self._answered and attempt >= self.first_call_retries:
@@ -261,15 +263,20 @@ class OpenAICompatiblePolicy:
                     f"{self.name} at {self.base_url} refused the request: {exc}"
                 ) from None
         self._answered = True
-        if not response.choices:
+        try:
+            data = json.loads(response.content)
+        except ValueError:
+            raise PolicyError(f"{self.name} answered with a body that is not JSON") from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices or not isinstance(choices[0], dict):
             raise PolicyError(f"{self.name} returned no choices")
-        usage = response.usage
+        usage = data.get("usage") or {}
         return Decision(
-            from_openai_message(response.choices[0].message),
-            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            from_openai_message(choices[0].get("message") or {}),
+            input_tokens=usage.get("prompt_tokens") or 0,
+            output_tokens=usage.get("completion_tokens") or 0,
             policy=self.name,
-            raw={"id": response.id, "model": response.model},
+            raw={"id": data.get("id"), "model": data.get("model")},
         )
 
 
