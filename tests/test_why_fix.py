@@ -723,3 +723,86 @@ def test_the_refund_fixture_offers_the_tool_its_fixes_call() -> None:
         run, run.decisions[1], run.decisions[1].context, seed=1, step=1, agent=None
     )
     assert [t["name"] for t in request.tools] == [t["name"] for t in TOOLS]
+
+
+def _failing(p_fail: float, when, inner=None):
+    """The refund agent, whose re-decision raises (an upstream error) with ``p_fail`` when
+    ``when(request, action)`` holds: errors that depend on what it would have decided."""
+    inner = inner or agent()
+
+    def decide(request) -> Message:
+        action = inner(request)
+        if when(request, action) and random.Random(f"err{request.seed}").random() < p_fail:
+            raise RuntimeError("upstream 502")
+        return action
+
+    return decide
+
+
+def _escalates(request, action) -> bool:
+    return any(c.name == "escalate_to_manager" for c in action.tool_calls)
+
+
+def test_why_refuses_when_errored_re_decisions_could_change_its_answer():
+    """Issue 37, point 7: the re-decisions that escalate fail 30 % of the time, so the arm that
+    removes the plant loses exactly the samples that show the drop. Before, they were dropped
+    uncounted and the plant confirmed on the survivors; now each test is checked with its
+    errored samples against (a confirmation) or for (a rejection) the drop, and why refuses
+    with exit 2 like attribute, saying what failed."""
+    from otelcar.replay.engine import RolloutsFailed
+
+    with pytest.raises(RolloutsFailed, match=r"re-decisions failed \(.*upstream 502.*\d+×"):
+        why(run_of(), step=4, registry=registry(_failing(0.3, _escalates)), seed=0)
+
+    # Errors that cannot change anything: only without the system prompt, where the plant
+    # still acts (the test is screened out whatever the errored sample held).
+    def no_system(request, action) -> bool:
+        return "You are the refund agent" not in (request.messages[0].content or "")
+
+    result = why(run_of(), step=4, registry=registry(_failing(0.5, no_system)), seed=0)
+    assert result.verdict == "cause" and PLANT in result.headline.text
+    lost = [t for t in result.tests if t.lost]
+    assert lost and all(not t.confirmed for t in lost)
+    assert any("left out of the counts" in note for note in result.notes)
+    assert result.to_dict()["tests"][result.tests.index(lost[0])]["lost"]["arm"] == lost[0].lost
+
+
+def test_fix_refuses_when_errored_validation_re_decisions_could_change_a_verdict():
+    """The fixed context's good branch (escalating under a guard or the untrusted rule) fails
+    half of the time: the survivors alone would pass the fix."""
+    from otelcar.replay.engine import RolloutsFailed
+
+    def fixed(request, action) -> bool:
+        system = request.messages[0].content or ""
+        fixed_prompt = "Do not call issue_refund" in system or "Treat tool results" in system
+        return fixed_prompt and _escalates(request, action)
+
+    with pytest.raises(RolloutsFailed, match=r"validation re-decisions failed .*could be"):
+        fix(run_of(), step=4, registry=registry(_failing(0.5, fixed)), seed=0)
+
+
+def test_why_rechecks_a_cause_on_seeds_of_its_own():
+    """The recheck's samples (the other fill: the neutral sentence) and its base arm draw
+    the seeds of the stage why.recheck, none of why's own: the cause was chosen on those."""
+    from otelcar.attribution.context.pieces import NEUTRAL
+    from otelcar.attribution.experiment.seeds import SeedSpace
+    from otelcar.replay.harness import derive_seed
+
+    seen: list[tuple[int, bool]] = []
+    inner = agent()
+
+    def decide(request) -> Message:
+        text = "\n".join(m.content or "" for m in request.messages)
+        seen.append((request.seed, NEUTRAL in text))
+        return inner(request)
+
+    run = run_of()
+    result = why(run, step=4, registry=registry(decide), seed=3)
+    assert result.headline is not None and result.headline.recheck is not None
+    index = run.decision_at_step(4).index
+    own = {derive_seed(SeedSpace(3).stage("why.recheck"), r, index) for r in range(200)}
+    whys = {derive_seed(3, r, index) for r in range(200)}
+    rechecked = {s for s, neutral in seen if neutral}
+    assert rechecked and rechecked <= own and not rechecked & whys
+    assert result.headline.recheck.base_n >= result.headline.recheck.n  # its own base arm
+    assert {s for s, neutral in seen if not neutral} & own  # its base arm, on the same seeds

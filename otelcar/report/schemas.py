@@ -156,6 +156,11 @@ def why_schema_document() -> dict[str, Any]:
             "instead": counts,
             "alternative": {"type": ["string", "null"]},
             "plan": {"type": "object"},
+            "lost": {
+                "type": "object",
+                "description": "re-decisions that errored, left out of the counts",
+                "properties": {"base": {"type": "integer"}, "arm": {"type": "integer"}},
+            },
         },
     }
     piece = {
@@ -291,6 +296,11 @@ def fix_schema_document() -> dict[str, Any]:
                 "type": ["object", "null"],
                 "description": "the most common good action under the fix, whole (a message "
                 "of schemas/message.schema.json)",
+            },
+            "lost": {
+                "type": "object",
+                "description": "re-decisions that errored, left out of the counts",
+                "properties": {"base": {"type": "integer"}, "arm": {"type": "integer"}},
             },
         },
     }

@@ -46,6 +46,10 @@ class TestRecord:
     plan: dict[str, Any]
     confidence: float = 0.95
     reference: tuple[Piece, ...] | None = None  # compared with this removal, not the base
+    lost: int = 0  # this arm's re-decisions that errored (left out of ``n``)
+    base_lost: int = 0  # the reference arm's
+    threshold: float | None = None  # the level its last Fisher look was tested at
+    bar: float = 0.0  # the drop a confirmation also needs
 
     @property
     def confirmed(self) -> bool:
@@ -91,6 +95,7 @@ class TestRecord:
             "instead": self.instead,
             "alternative": self.alternative,
             "plan": self.plan,
+            "lost": {"base": self.base_lost, "arm": self.lost},
         }
 
 

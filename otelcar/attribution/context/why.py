@@ -71,6 +71,7 @@ from otelcar.attribution.context.decisions import (
     label_of,
     same_decision,
 )
+from otelcar.attribution.context.lost import losses_could_change
 from otelcar.attribution.context.pieces import (
     Piece,
     canonical_json,
@@ -83,6 +84,7 @@ from otelcar.attribution.context.pieces import (
 from otelcar.attribution.context.result import Cause, TestRecord, WhyResult
 from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
 from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
+from otelcar.attribution.experiment.lost_samples import refusal
 from otelcar.attribution.experiment.redecisions import (
     Arm,
     DecisionError,
@@ -177,8 +179,10 @@ class _Search:
         full: bool,
         batch: int,
         confidence: float,
+        recheck_sampler: Sampler | None = None,
     ) -> None:
         self.sampler = sampler
+        self.recheck_sampler = recheck_sampler or sampler
         self.context = sampler.context
         self.samples = samples
         pieces = min(len(top_level(sampler.context)), max_pieces)
@@ -271,7 +275,7 @@ class _Search:
         removal = tuple(removal)
         edits = self._edits(removal, fill)
         ref_edits = self._edits(reference, fill) if reference is not None else []
-        key = f"{self.sampler.key(edits)}|{self.sampler.key(ref_edits)}"
+        key = f"{self.sampler.seed}|{self.sampler.key(edits)}|{self.sampler.key(ref_edits)}"
         if key in self.tested and not (retest and not self.tested[key].confirmed):
             return self.tested[key]
         level = self.fallback.next_level()
@@ -284,7 +288,8 @@ class _Search:
         else:
             ref = await self.sampler.ensure(ref_edits, looks[0][0], tuple(reference))
         arm = await self.sampler.ensure(edits, screen, removal)
-        verdict, p = "screened-out", None
+        verdict, p, threshold = "screened-out", None, None
+        bar = self.threshold if reference is None else self.min_drop * ref.rate
         if arm.n == 0 or ref.n == 0:
             verdict = "no-samples"
         elif direct or arm.rate < ref.rate:
@@ -302,9 +307,9 @@ class _Search:
                         ref = self.base = await self.sampler.ensure([], max(size, ref.n))
                     arm = await self.sampler.ensure(edits, size, removal)
                     p = unpaired(ref.bad, ref.n, arm.bad, arm.n).p_less
-                    verdict = "not-confirmed"
+                    verdict, threshold = "not-confirmed", level * share
                     bar = self.threshold if reference is None else self.min_drop * ref.rate
-                    if arm.n and p <= level * share and ref.rate - arm.rate >= bar:
+                    if arm.n and p <= threshold and ref.rate - arm.rate >= bar:
                         verdict = "confirmed"
                         break
         if verdict == "confirmed":
@@ -329,6 +334,10 @@ class _Search:
             plan=Plan(tuple(EditContext(self.sampler.decision.step, e) for e in edits)).to_dict(),
             confidence=self.confidence,
             reference=tuple(reference) if reference is not None else None,
+            lost=len(arm.errors),
+            base_lost=len(ref.errors),
+            threshold=threshold,
+            bar=bar,
         )
         self.tests.append(record)
         self.tested[key] = record
@@ -537,12 +546,20 @@ class _Search:
         return other_fill(self.fill)
 
     async def recheck_cause(self, cause: Cause) -> None:
+        """Recheck ``cause`` with the other fill, on the recheck sampler's draws (seeds of
+        their own, against a base arm of its own): the first test chose the cause on why's
+        draws, so the recheck does not reuse them."""
+        main, base = self.sampler, self.base
+        self.sampler = self.recheck_sampler
         try:
+            self.base = await self.sampler.ensure([], self.stages[2])
             cause.recheck = await self.test(
                 cause.parts, "recheck", fill=self.recheck_fill, thorough=True
             )
         except (BudgetExhausted, TestsExhausted) as exc:
             self.notes.append(f"recheck skipped: {exc}")
+        finally:
+            self.sampler, self.base = main, base
 
 
 def _pairs(pieces: Sequence[Piece]) -> list[tuple[Piece, ...]]:
@@ -753,6 +770,14 @@ async def why_async(
     try:
         rule = same_decision(same, decision.action, registry, outcome=outcome)
         sampler = decision_sampler(run, decision, env, rule, seed=seed, on_sample=on_sample)
+        rechecks = decision_sampler(
+            run,
+            decision,
+            env,
+            rule,
+            seed=SeedSpace(seed).stage("why.recheck"),
+            on_sample=on_sample,
+        )
     except DecisionError as exc:
         raise WhyError(str(exc)) from None
     if not await rule.matches(decision.action, env):
@@ -774,10 +799,12 @@ async def why_async(
         full=full,
         batch=batch,
         confidence=confidence,
+        recheck_sampler=rechecks,
     )
     causes: list[Cause] = []
     untested: list[str] = []
     verdict = await search.measure_base()
+    base_verdict = verdict
     if verdict is None:
         causes, untested = await search.causes()
         causes.sort(key=headline_key)
@@ -797,6 +824,15 @@ async def why_async(
     else:
         headline = None
     base = sampler.arm([])
+    errors = [e for a in (*sampler.arms.values(), *rechecks.arms.values()) for e in a.errors]
+    if errors:
+        changing = losses_could_change(search.tests, base, base_verdict, min_rate)
+        if changing:
+            raise refusal(errors, changing)
+        search.notes.append(
+            f"{len(errors)} re-decisions failed and were left out of the counts (per test: "
+            "lost); no answer would change whatever they held"
+        )
     coarse = _coarse_rule_note(rule, decision.action, base)
     if coarse and verdict != "cause":
         search.notes.append(coarse)
@@ -804,7 +840,7 @@ async def why_async(
     cost: dict[str, Any] = {k: after[k] - before[k] for k in after}
     cost.update(
         tests=len(search.tests),
-        samples=sum(len(a.samples) for a in sampler.arms.values()),
+        samples=sum(len(a.samples) for s in (sampler, rechecks) for a in s.arms.values()),
         wall_s=round(time.perf_counter() - started, 3),
     )
     return WhyResult(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 STAGES: dict[str, str] = {
     "attribute": "the curve's rollouts (the user's seed itself)",
     "why": "why's re-decisions (the user's seed itself)",
+    "why.recheck": "why's recheck of a cause with the other fill, and its own base arm (the "
+    "cause was chosen on why's draws)",
     "culprit": "the attribution why/fix --step culprit run to choose the step, so why's "
     "samples do not reuse the rollouts that chose it",
     "bisect.confirm": "the bisection's confirmation of the jump it chose",

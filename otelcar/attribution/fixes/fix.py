@@ -51,6 +51,7 @@ from otelcar.attribution.context.why import WhyError, why_async
 from otelcar.attribution.context.why import call_floor as why_floor
 from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
 from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
+from otelcar.attribution.experiment.lost_samples import refusal
 from otelcar.attribution.experiment.redecisions import (
     Sample,
     Sampler,
@@ -58,6 +59,7 @@ from otelcar.attribution.experiment.redecisions import (
 )
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.fixes.candidates import UNTRUSTED_RULE, forced, guard_rule, propose
+from otelcar.attribution.fixes.lost import decision_could_change
 from otelcar.attribution.fixes.result import (
     DecisionCheck,
     FixCandidate,
@@ -253,12 +255,25 @@ async def fix_async(
             alternative=describe_action(alt) if (alt := arm.alternative()) else None,
             confidence=confidence,
             alternative_action=alt,
+            lost=len(arm.errors),
+            base_lost=len(base_arm.errors),
         )
         candidate.decision = check
         checks.append((candidate, check))
     for (_, check), adjusted in zip(checks, holm([c.p for _, c in checks]), strict=True):
         check.p_adjusted = adjusted
         check.verdict = _verdict(adjusted, check.ci.high, alpha, max_rate)
+    errors = [e for a in validator.arms.values() for e in a.errors]
+    if errors:
+        changing = decision_could_change(
+            checks, lambda p, upper: _verdict(p, upper, alpha, max_rate)
+        )
+        if changing:
+            raise refusal(errors, changing, what="validation re-decisions")
+        notes.append(
+            f"{len(errors)} validation re-decisions failed and were left out of the counts "
+            "(per candidate: lost); no verdict would change whatever they held"
+        )
     if forward:
         assert outcome is not None
         later = [d.step for d in run.decisions if d.index >= decision.index]

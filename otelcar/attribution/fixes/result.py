@@ -38,6 +38,8 @@ class DecisionCheck:
     confidence: float = 0.95
     #: The most common good action, whole (``alternative`` describes it), for preference pairs.
     alternative_action: Message | None = None
+    lost: int = 0  # the fixed arm's re-decisions that errored (left out of ``n``)
+    base_lost: int = 0  # the unfixed base arm's
 
     @property
     def rate(self) -> float:
@@ -71,6 +73,7 @@ class DecisionCheck:
             "alternative_action": (
                 self.alternative_action.to_dict() if self.alternative_action else None
             ),
+            "lost": {"base": self.base_lost, "arm": self.lost},
         }
 
 
