@@ -9,7 +9,9 @@ Contract (``reference/otel-genai.md`` §7–8.5, DESIGN.md §4):
    its time, or LLM spans sharing a response id) merges into one row, keeping the innermost
    span and filling its gaps from the other;
 5. rows are ordered depth-first, siblings by (start, end, input order); ``step`` counts rows;
-6. ``episode_id`` is the nearest enclosing ``invoke_agent`` span, else the root;
+6. ``episode_id`` is the nearest enclosing ``invoke_agent`` span, else the root; an agent
+   span that only echoes its enclosing agent's output (an event recorded as a span) is an
+   ``other`` step of that agent (:mod:`otelcar.conventions.agent_events`);
 7. tool steps link to the assistant tool call they execute by call id, else by name and
    order (``link_inferred``); missing arguments and results are backfilled from that call
    and from the next LLM input; a call with no tool span becomes a ``synthesized`` tool step;
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otelcar.conventions import PARAM_KEYS, UNREAD, USAGE_KEYS, MappedSpan, map_span
+from otelcar.conventions.agent_events import fold_agent_events
 from otelcar.conventions.dropped_calls import rebuild_dropped_calls
 from otelcar.conventions.memo import derived_each, trace_memo
 from otelcar.conventions.shapes import drop_notes_held_by_calls
@@ -96,6 +99,7 @@ def build_trace(
         mapped = {sid: map_span(span, logs_by_span.get(sid, ())) for sid, span in unique.items()}
         drop_notes_held_by_calls(mapped, unique, logs_by_span)
         rebuild_dropped_calls(mapped, unique)
+        fold_agent_events(mapped, unique, children)
         return _steps(trace_id, unique, children, orphans, mapped, logs, unlinked_logs)
 
 

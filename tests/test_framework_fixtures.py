@@ -5,9 +5,10 @@ framework against ``fixtures/frameworks/scripted_openai.py`` (generator, version
 beside it) and ``expected.json``, written by reading the trace file, not by running otelcar:
 every LLM call with its input roles and text and its output (tool calls with ids and
 arguments, or text), every tool call with its arguments, result and the call that asked for
-it, and the final answer. A framework otelcar does not read fully yet is listed in
-:data:`KNOWN_GAPS` with what is missing; its test is a strict xfail, so it fails (and must be
-moved out of the list) the day the gap closes.
+it, the final answer and, where ``agent_steps`` lists them, the agent steps. A framework
+otelcar does not read fully yet is listed in :data:`KNOWN_GAPS` with what is missing; its
+test is a strict xfail, so it fails (and must be moved out of the list) the day the gap
+closes.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def _check(name: str, tmp_path: Path) -> None:
         assert got["call_step"] == requested, (got["call_step"], requested)
     final = llm[-1]["output"]["content"] or ""
     assert final.strip() == expected["final_answer"].strip()
+    if "agent_steps" in expected:  # an agent's event recorded as a span is no agent step
+        agents = [s["name"] for s in steps if s["kind"] == "agent"]
+        assert agents == expected["agent_steps"], agents
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -1,8 +1,10 @@
 """OpenInference (Arize Phoenix): ``openinference.span.kind`` spans
 (``reference/otel-genai.md`` §4 and §8.3; observed on openinference-instrumentation-openai 0.1.66).
 
-* **Kind**: ``LLM`` → llm, ``TOOL`` → tool, ``AGENT`` → agent (opens an episode), ``CHAIN`` and
-  every other kind → other (a container, kept in place).
+* **Kind**: ``LLM`` → llm, ``TOOL`` → tool, ``AGENT`` → agent (opens an episode; an agent's
+  event recorded as an ``AGENT`` span becomes an ``other`` step of that agent once the trace is
+  built: :mod:`otelcar.conventions.agent_events`), ``CHAIN`` and every other kind → other (a
+  container, kept in place).
 * **LLM input**: ``llm.input_messages.{i}.message.{role,content,name,tool_call_id,
   tool_calls.{j}.tool_call.{id,function.name,function.arguments},contents.{k}.message_content.*,
   function_call_name,function_call_arguments_json}``. When none are there (hidden by
