@@ -672,9 +672,9 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
 def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
     """Simulated nulls through the real bisection (search, monotonicity check, confirmation
     looks): every plan's rollouts are independent fair coins on a 48-decision run, so no step
-    has an effect. The jump the search picks is the one that looks largest; confirming it on
-    fresh rollouts keeps the false blames under alpha (with a binomial margin), while testing
-    it on the rollouts that chose it (the design before) blames far more often."""
+    has an effect. The jump the search picks is the one that looks largest; confirming it
+    sequentially on fresh rollouts keeps the false blames under alpha (with a binomial
+    margin), counted over the nulls that reached a confirmation."""
     import asyncio
     import random
 
@@ -700,20 +700,25 @@ def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
         found = asyncio.run(
             bisect(run, search, sample_search, confirm, sample_confirm, looks=looks, alpha=alpha)
         )
-        confirmed = isinstance(found, Bisection)
-        return confirmed and found.effects[0].significant, confirmed
+        # Only a confirmed jump is an answer (an unconfirmed one falls back to the curve).
+        blamed = isinstance(found, Bisection)
+        assert not blamed or found.effects[0].significant
+        reached = blamed or found.startswith("the jump")  # the search chose a jump
+        return blamed, reached
 
     valid = [blames(seed, fresh=True) for seed in range(runs)]
     naive = [blames(seed, fresh=False) for seed in range(runs)]
     margin = alpha * runs + 2.33 * (alpha * (1 - alpha) * runs) ** 0.5  # 99% binomial margin
     assert sum(b for b, _ in valid) <= margin
-    # The same-rollout design: of the nulls whose search reached a confirmation, far more
-    # than alpha are blamed (15 of 75 at these seeds; fresh rollouts: 1 of 15).
-    naive_blamed, naive_confirmed = sum(b for b, _ in naive), sum(c for _, c in naive)
-    assert naive_blamed > 2 * alpha * naive_confirmed
-    assert naive_blamed > 3 * sum(b for b, _ in valid)
+    # Counted where a confirmation was reached (the search chose a jump): the sequential
+    # confirmation on fresh rollouts stays within alpha plus a 99 % binomial margin (12 of
+    # 168 at these seeds; 11 of 168 confirming on the search's own 16 rollouts).
+    reached = sum(r for _, r in valid)
+    assert reached >= 100
+    assert sum(b for b, _ in valid) <= alpha * reached + 2.33 * (alpha * reached) ** 0.5
+    assert sum(r for _, r in naive) == reached  # the same searches
     # More than half of the nulls show no rise between the ends: the full curve then runs.
-    assert 0.5 * runs < sum(not confirmed for _, confirmed in valid)
+    assert 0.5 * runs < sum(not r for _, r in valid)
 
 
 def test_one_contrast_for_every_estimator_paired_and_unpaired():

@@ -191,7 +191,11 @@ def repeat_bound(repeats: int, confidence: float = 0.95) -> float:
 
 
 def rejection_chance(
-    only_now: int, only_before: int, pairs: int, future: Sequence[tuple[int, float]]
+    only_now: int,
+    only_before: int,
+    pairs: int,
+    future: Sequence[tuple[int, float]],
+    test: str = "exact",
 ) -> float:
     """Conditional power of one step's exact McNemar test under an optimistic current trend.
 
@@ -202,7 +206,8 @@ def rejection_chance(
     with probability ``only_before / (pairs + 2)``. ``future`` lists the remaining looks as
     ``(rollouts, p-value threshold)``; the result is the largest, over those looks, of the
     probability that the step's p-value reaches the threshold there. Used only to stop
-    sampling (futility), never to reject.
+    sampling (futility), never to reject. ``test``: ``"exact"`` (the exact McNemar p-value)
+    or ``"e"`` (the anytime-valid ``1/E`` of :func:`discordant_e_value`).
     """
     favour = (only_now + 1) / (pairs + 2)
     against = only_before / (pairs + 2)
@@ -225,7 +230,10 @@ def rejection_chance(
             + _xlogy(new - i - j, rest)
         )
         b, n = only_now + i, only_now + only_before + i + j
-        p = np.where(n > 0, stats.binom.sf(b - 1, np.maximum(n, 1), 0.5), 1.0)
+        if test == "e":
+            p = 1.0 / _e_values(b, n - b)
+        else:
+            p = np.where(n > 0, stats.binom.sf(b - 1, np.maximum(n, 1), 0.5), 1.0)
         best = max(best, float(np.exp(log_pmf)[p <= threshold].sum()))
     return min(1.0, best)
 
@@ -276,12 +284,24 @@ def discordant_e_value(favourable: int, unfavourable: int) -> float:
     its price: after one unfavourable pair only the uniform half is left (11 favourable
     pairs then).
     """
-    b, c = favourable, unfavourable
-    point = E_POINT_MASS * (2.0**b if c == 0 else 0.0)
+    return float(_e_values(np.asarray(favourable), np.asarray(unfavourable)))
+
+
+def _e_values(b: Any, c: Any) -> Any:
+    """:func:`discordant_e_value` on arrays of counts."""
+    point = E_POINT_MASS * np.where(c == 0, np.exp2(b.astype(float)), 0.0)
     # (2)^(b+c) · 2 · ∫_{1/2}^1 p^b (1−p)^c dp = 2^(b+c+1) · B(b+1, c+1) · I_{1/2}(c+1, b+1)
-    log_uniform = (b + c + 1) * math.log(2.0) + float(betaln(b + 1, c + 1))
-    uniform = math.exp(log_uniform) * float(betainc(c + 1, b + 1, 0.5))
+    log_uniform = (b + c + 1) * math.log(2.0) + betaln(b + 1, c + 1)
+    uniform = np.exp(log_uniform) * betainc(c + 1, b + 1, 0.5)
     return point + (1.0 - E_POINT_MASS) * uniform
+
+
+def anytime_p_value(favourable: int, unfavourable: int) -> float:
+    """``min(1, 1/E)`` of :func:`discordant_e_value`: a p-value valid at any data-dependent
+    number of pairs (``P(p ≤ t) ≤ P(sup E ≥ 1/t) ≤ t`` under H0, by Ville's inequality), so
+    Holm's adjustment of such p-values, one per step, read whenever the design stops,
+    controls the family-wise error (Holm needs only each p-value's validity)."""
+    return min(1.0, 1.0 / discordant_e_value(favourable, unfavourable))
 
 
 def two_sided_e_value(first: int, second: int) -> float:

@@ -9,14 +9,21 @@ large: under a null its p-value is far from uniform. The jump is therefore confi
 **confirmation arm**: fresh rollouts of ``P_{hi−1}`` and ``P_hi`` drawn with a seed of their
 own (``SeedSpace.stage("bisect.confirm")`` in
 :func:`~otelcar.attribution.steps.attribute.attribute_async`), independent of the search given
-the selection. One hypothesis is tested there, at ``alpha`` spent over its looks
-(:func:`~otelcar.attribution.stats.spending_schedule`), so a true null is rejected with
-probability at most ``alpha`` whatever the search chose — the calibration test simulates 400
-nulls and the naive same-rollout confirmation next to it.
+the selection. One hypothesis is tested there, sequentially: its e-value on the discordant
+pairs (:func:`~otelcar.attribution.stats.discordant_e_value`) is read after every batch, each
+batch as large as the fewest pairs that could complete the evidence, and the confirmation
+stops as soon as ``1/E ≤ alpha`` or once that is out of reach within the last look's rollouts.
+By Ville's inequality a true null is rejected with probability at most ``alpha`` whatever the
+search chose and whenever the confirmation stopped — the calibration test simulates 400 nulls
+and the naive same-rollout confirmation next to it.
 
-The search can also give up (the caller then runs the full curve, with its own share of the
-error): no rise between the ends, evaluated points that are clearly not monotone, or a
-confirmed jump less than half of the total rise (then it need not be the largest).
+The search can also give up, and the caller then runs the full curve: no rise between the
+ends, evaluated points that are clearly not monotone, a jump the confirmation did not confirm
+(an unconfirmed jump is not an answer), or a confirmed jump less than half of the total rise
+(then it need not be the largest). *The alpha split*: the confirmation tests at its share
+``alpha`` and the full curve at its own (the caller gives each half of the run's): a run that
+confirms nothing and falls back makes both tests, and the chance that either rejects a true
+null is at most the sum of the two shares (union bound), whichever tests the data led to.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from otelcar.attribution.experiment.rollouts import PlanOutcomes
-from otelcar.attribution.stats import spending_schedule, wilson
+from otelcar.attribution.stats import pairs_to_reject, spending_schedule, wilson
 from otelcar.attribution.steps.curve import Baseline, StepEffect, estimate
 from otelcar.replay.recorded import RecordedRun
 
@@ -67,11 +74,13 @@ async def bisect(
     *,
     looks: Sequence[int],
     alpha: float,
+    batch: int = 8,
 ) -> Bisection | str:
     """Search on ``search`` (plans brought to the second look's rollouts, the first in
     fixed-R mode) and confirm on ``confirm`` at the looks from there on, testing at
     ``alpha``. Returns the reason instead when the search gives up (see the module
-    docstring). Passing the search arm as ``confirm`` reproduces the invalid same-rollout
+    docstring). The confirmation takes batches of at most ``batch`` rollouts per plan, up to
+    the last look's. Passing the search arm as ``confirm`` reproduces the invalid same-rollout
     design (the calibration test does, to show the difference).
     """
     at = looks[min(1, len(looks) - 1)]
@@ -103,11 +112,20 @@ async def bisect(
             return "the evaluated points are not monotone"
     rise = evaluated[run.horizon - 1] - evaluated[-1]
     spend = spending_schedule(alpha, confirm_looks, 1)
-    confidence = 1 - max(spend)
+    confidence = 1 - max(spend)  # the intervals' level, as with looks (the test spends none)
     view = {**search, hi - 1: confirm[hi - 1], hi: confirm[hi]}
+    last = confirm_looks[-1]
     done: list[int] = []
-    baseline = effects = None
-    for upto in confirm_looks:
+    upto = 0
+    only_now = only_before = 0
+    while True:
+        need = pairs_to_reject(only_now, only_before, alpha, most=last)
+        if need > last - upto:
+            return (
+                f"the jump at step {run.decisions[hi].step} was not confirmed on fresh "
+                f"rollouts ({only_now} vs {only_before} discordant pairs in {upto})"
+            )
+        upto += min(max(1, need), max(1, batch), last - upto)
         await sample_confirm(hi - 1, upto)
         await sample_confirm(hi, upto)
         done.append(upto)
@@ -119,11 +137,11 @@ async def bisect(
             spend=spend,
             confidence=confidence,
             only={hi},
+            test="e",
         )
         jump = effects[0]
-        if jump.delta < rise / 2:
+        only_now, only_before = jump.only_now, jump.only_before
+        if (jump.significant or upto >= at) and jump.delta < rise / 2:
             return f"the jump found ({jump.delta:.2f}) is less than half the rise ({rise:.2f})"
         if jump.significant:
-            break
-    assert baseline is not None and effects is not None
-    return Bisection(baseline, effects, len(evaluated), done, confidence, view)
+            return Bisection(baseline, effects, len(evaluated), done, confidence, view)

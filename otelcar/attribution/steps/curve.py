@@ -29,8 +29,10 @@ from otelcar.attribution.experiment.contrast import Pairs, paired
 from otelcar.attribution.experiment.rollouts import PlanOutcomes
 from otelcar.attribution.stats import (
     Interval,
+    anytime_p_value,
     contrast_interval,
     holm,
+    pairs_to_reject,
     repeat_bound,
     stage_of,
     wilson,
@@ -129,6 +131,7 @@ def estimate(
     spend: Sequence[float],
     confidence: float,
     only: set[int] | None = None,
+    test: str = "exact",
 ) -> tuple[Baseline, list[StepEffect]]:
     """q and Δ for every decision (or those in ``only``, whose plan and predecessor plan were
     run) from the plans' outcomes; tests adjusted across steps (Holm) and looks (spending).
@@ -146,6 +149,11 @@ def estimate(
     actions): Δ = 0 observed, p-value 1, and the interval [−u, +u] with u the exact bound on
     how often its re-decision differs (see the module docstring).
     Intervals are at ``confidence``.
+
+    ``test="e"``: each step's p-value is instead the anytime-valid ``1/E`` of its e-value
+    (:func:`~otelcar.attribution.stats.anytime_p_value`) on all the pairs both its plans have,
+    tested at the full ``alpha`` (Holm across steps): valid whatever looks, allocations and
+    stops the run made, by Ville's inequality, with no alpha spent over looks.
     """
     base = outcomes[-1].judged
     baseline = Baseline(
@@ -164,6 +172,9 @@ def estimate(
         stage = stage_of(min(len(now.failures), len(before.failures)), looks)
         upto = looks[stage] if stage is not None else 0
         level = spend[stage] if stage is not None else 0.0
+        if test == "e":
+            upto = min(len(now.failures), len(before.failures))
+            level = alpha if upto else 0.0
         judged = [f for r, f in now.failures.items() if f is not None and r < upto]
         fails = sum(judged)
         pairs = Pairs.of(now.failures, before.failures, upto)  # B: now, A: before
@@ -172,6 +183,8 @@ def estimate(
         repeats = bool(repeated) and all(repeated)
         bound = repeat_bound(len(repeated), confidence) if repeats else None
         p_value = 1.0 if repeats else effect.p_greater
+        if test == "e" and not repeats:
+            p_value = anytime_p_value(pairs.only_b, pairs.only_a)
         effects.append(
             StepEffect(
                 index=k,
@@ -289,12 +302,15 @@ def separated(
     return all(told_apart(culprit, e, outcomes, confidence) for e in effects if e is not culprit)
 
 
-def detectable_effect(looks: Sequence[int], threshold: float) -> float:
+def detectable_effect(looks: Sequence[int], threshold: float, test: str = "exact") -> float:
     """The smallest Δ an exact McNemar test at ``threshold`` can detect with ``looks[-1]``
-    pairs: every discordant pair favourable needs ``b`` pairs with ``0.5^b ≤ threshold``."""
+    pairs: every discordant pair favourable needs ``b`` pairs with ``0.5^b ≤ threshold``
+    (``test="e"``: ``b`` with ``1/E(b, 0) ≤ threshold``)."""
     if not looks or looks[-1] <= 0 or threshold <= 0:
         return 0.0
     needed = max(1, math.ceil(math.log2(1 / threshold)))
+    if test == "e":
+        needed = max(1, pairs_to_reject(0, 0, threshold))
     return min(1.0, needed / looks[-1])
 
 
