@@ -135,7 +135,8 @@ def test_a_passing_run_is_refused_unless_credit_is_asked():
     run = load_run(synthetic.TRACE_ID, steps)
     with pytest.raises(AttributionError, match=r"did not fail.*--credit"):
         attribute(run, registry=registry, outcome=never)
-    credit = attribute(run, registry=registry, outcome=never, credit=True, rollouts=8)
+    # 16 rollouts: with 8, the upper bounds (Δ ≤ 0.37) do not reach below the margin 0.3
+    credit = attribute(run, registry=registry, outcome=never, credit=True, rollouts=16)
     assert credit.question == "success" and credit.verdict == "locked-in"
 
 
@@ -546,6 +547,38 @@ def test_lost_rollouts_that_bias_the_culprit_down_never_name_a_smaller_step():
     assert smaller <= 1, smaller
     # The survivors alone would have named the smaller step: the check is what refuses.
     assert named_true >= 5, named_true
+
+
+def test_locked_in_needs_every_upper_bound_below_the_margin():
+    """Issue 37, point 4: "locked-in" is an equivalence. Stopped at 8 rollouts per plan, a
+    null's upper bounds reach Δ ≤ 0.37: the old rule said locked-in there (margin 1.01 turns
+    the equivalence off); with the default margin 0.3 the same run is undecided and says so,
+    and the full design samples on until every bound is below 0.3. Every verdict without a
+    culprit says which effects it would have found (80 % power), in the headline and JSON."""
+    from scipy.stats import binom
+
+    from otelcar.attribution.steps.equivalence import DEFAULT_MARGIN, detectable_delta
+
+    short = {"seed": 3, "max_rollouts": 8}
+    assert _attribute(synthetic.null_case(5), margin=1.01, **short).verdict == "locked-in"
+    undecided = _attribute(synthetic.null_case(5), **short)
+    assert undecided.verdict == "undecided" and undecided.culprit is None
+    assert "not locked in: the largest upper bound" in undecided.headline()
+    assert f"not below the margin {DEFAULT_MARGIN:g}" in undecided.headline()
+    locked = _attribute(synthetic.null_case(5), seed=3)
+    data = locked.to_dict()
+    assert locked.verdict == "locked-in" and data["equivalence"]["largest_upper"] < 0.3
+    assert all(e.delta_ci.high < DEFAULT_MARGIN for e in locked.steps)
+    seen = data["equivalence"]["detectable_delta"]
+    assert f"any step with Δ ≥ {seen:.2f} would have been found with 80% power" in data["headline"]
+    jsonschema.validate(
+        data, json.loads((ROOT / "schemas" / "attribution.schema.json").read_text())
+    )
+    # The power statement: the smallest Δ whose exact test (8 favourable pairs needed at
+    # 0.05/3/4) rejects with 80 % on 16 pairs; none when the pairs cannot reach it.
+    delta = detectable_delta(16, 0.05 / 3 / 4)
+    assert binom.sf(7, 16, delta) >= 0.8 > binom.sf(7, 16, delta - 1e-3)
+    assert detectable_delta(7, 0.05 / 3 / 4) is None and detectable_delta(16, 0.0) is None
 
 
 def test_tools_no_policy_covers_are_listed_before_any_rollout():

@@ -307,6 +307,14 @@ def rollout_command(
     show_default=True,
     help="Adaptive mode: rollouts per plan at the first look (then doubling).",
 )
+@click.option(
+    "--margin",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.3,
+    show_default=True,
+    help="Locked-in needs every step's upper bound on Δ below this (an equivalence); while "
+    "the failure looks locked in, steps above it get more rollouts.",
+)
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.option(
     "--mode",
@@ -373,6 +381,7 @@ def attribute_command(
     adaptive: bool,
     max_rollouts: int,
     first_look: int,
+    margin: float,
     confidence: float,
     mode: str,
     shapley: bool,
@@ -434,6 +443,7 @@ def attribute_command(
                 confidence=confidence,
                 rollouts=rollouts,
                 first_look=first_look,
+                margin=margin,
                 max_rollouts=max_rollouts,
                 credit=credit,
                 mode=mode,

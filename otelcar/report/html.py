@@ -110,6 +110,8 @@ def _verdict(r: ReportView) -> Safe:
     else:
         title = f"Undecided: no step's effect is significant at {conf:.1%}"
         pairs += [("Which step", "none yet: more rollouts would tell")]
+    if verdict in ("locked-in", "undecided") and a.get("equivalence"):
+        pairs.append(("What it would have seen", _seen(a["equivalence"])))
     pairs.append(("What it cost", cost_text(cost)))
     notes = list(a.get("notes") or [])
     if a.get("rollout_errors"):
@@ -124,6 +126,21 @@ def _verdict(r: ReportView) -> Safe:
         id="verdict",
         class_=f"verdict {verdict}",
     )
+
+
+def _seen(equivalence: dict[str, Any]) -> str:
+    """The equivalence statement of a verdict without a culprit: every step's upper bound
+    against the margin, and the smallest effect found with the stated power."""
+    upper, margin = equivalence.get("largest_upper"), equivalence.get("margin")
+    detectable = equivalence.get("detectable_delta")
+    bound = f"every step's Δ ≤ {number(upper, signed=True)}" + (
+        f" (margin {margin:g})" if margin is not None else ""
+    )
+    if detectable is None:
+        return f"{bound}; no step's effect could have been significant at these rollouts"
+    power = equivalence.get("power", 0.8)
+    found = f"any step with Δ ≥ {detectable:.2f} would have been found with {power:.0%} power"
+    return f"{bound}; {found}"
 
 
 def _curve(r: ReportView) -> Safe:
@@ -347,12 +364,14 @@ def render_html(
     fix: Any = None,
     steps: pl.DataFrame | None = None,
     title: str | None = None,
+    back: tuple[str, str] | None = None,
 ) -> str:
     """The HTML report (a whole document) of the given results; see the module docstring.
 
     ``attribution``, ``why``, ``fix``: result dicts (or objects with ``to_dict()``); at least
     one is required. ``steps``: the trace's steps table, used when the attribution carries
-    no ``timeline`` section.
+    no ``timeline`` section. ``back``: ``(label, href)`` of a link in the header (the
+    console's way back to where the report was opened from).
     """
     a, w, f = as_dict(attribution), as_dict(why), as_dict(fix)
     if a is None and w is None and f is None:
@@ -382,6 +401,7 @@ def render_html(
         el("span", f"trace {trace_id}"),
         el("span", f"service {service}") if service else "",
         el("span", f"mode {a.get('mode')}") if a else "",
+        el("a", back[0], href=back[1], class_="back") if back else "",
         class_="top",
     )
     nav = el(

@@ -118,6 +118,18 @@ def attribution_schema_document() -> dict[str, Any]:
             "cost": {"type": "object"},
             "shapley": {"type": ["object", "null"]},
             "policy_check": {"type": ["object", "null"]},
+            "equivalence": {
+                "type": ["object", "null"],
+                "description": "without a culprit: the margin locked-in needs every step's "
+                "upper bound below, the largest upper bound, and the smallest Δ found with "
+                "the given power (null: no step could have been significant)",
+                "properties": {
+                    "margin": {"type": ["number", "null"]},
+                    "largest_upper": {"type": "number"},
+                    "detectable_delta": {"type": ["number", "null"]},
+                    "power": {"type": "number"},
+                },
+            },
             "notes": {"type": "array", "items": {"type": "string"}},
             "rollout_errors": {"type": "array", "items": {"type": "string"}},
             "timeline": timeline_schema(),

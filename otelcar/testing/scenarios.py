@@ -282,3 +282,27 @@ def lost_branch(
         extra={"smaller": smaller},
         broken=frozenset({"alt"}),
     )
+
+
+def weak_locked_in(
+    n: int = 5, culprit: int = 2, p_bad: float = 0.7, p_early: float = 0.7
+) -> Scenario:
+    """A weak culprit under a failure that looks locked in (issue 37, point 4).
+
+    The run fails when the culprit chose BAD (re-decided: ``p_bad``) or step 0 chose Y
+    (re-decided: ``p_early``; recorded: ok). q_{-1} = p_early + (1 − p_early) · p_bad (0.91):
+    re-deciding everything nearly always fails, yet the culprit's Δ is 1 − p_bad (0.3). The
+    right answer is the culprit, or undecided; "locked-in" (no step matters) is wrong.
+    """
+    recorded = ["ok"] * n
+    recorded[culprit] = "BAD"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[0] = [("Y", p_early), ("ok", 1 - p_early)]
+    choices[culprit] = [("BAD", p_bad), ("ok", 1 - p_bad)]
+    return Scenario(
+        f"weak-locked-{n}-{culprit}",
+        recorded,
+        choices,
+        lambda c: c[culprit] == "BAD" or c[0] == "Y",
+        culprit,
+    )

@@ -58,6 +58,12 @@ from otelcar.attribution.steps.curve import (
     point_of_no_return,
     told_apart,
 )
+from otelcar.attribution.steps.equivalence import (
+    DEFAULT_MARGIN,
+    detectable,
+    upper_bound,
+    within_margin,
+)
 from otelcar.attribution.steps.losses import losses_could_change, lost_pairs
 from otelcar.attribution.steps.policy_check import check_stage
 from otelcar.attribution.steps.refute import refute
@@ -183,6 +189,7 @@ async def attribute_async(
     mode: str = "auto",
     bisect_above: int = 40,
     futility: float = 0.2,
+    margin: float = DEFAULT_MARGIN,
     env: Environment | None = None,
     refutation: bool = True,
     refute_rollouts: int = 32,
@@ -204,6 +211,9 @@ async def attribute_async(
     rollouts per coalition. ``futility``: an adaptive run stops sampling a step (and stops
     with no culprit when no step is left) once its chance of becoming significant at a later
     look, under an optimistic current trend, is below this (0 turns futility off).
+    ``margin``: "locked-in" needs every step's upper bound on Δ below it (an equivalence:
+    :mod:`.equivalence`); while the failure looks locked in, a step whose bound is not yet
+    below it keeps getting rollouts.
     """
     started = time.perf_counter()
     if not run.decisions:
@@ -346,6 +356,7 @@ async def attribute_async(
             spend=spend,
             futility=futility,
             out_of_budget=spent,
+            margin=margin,
         )
         if stop_reason == "budget":
             notes.append(f"stopped by the budget of {env.budget.max_calls} policy calls")
@@ -360,7 +371,7 @@ async def attribute_async(
     unexplored = [e.step for e in effects if e.repeats_recorded and not bound_closes(e, floor)]
     if culprit is not None:
         verdict = "culprit"
-    elif baseline.q_ci.low >= 0.5 and not unexplored:
+    elif baseline.q_ci.low >= 0.5 and not unexplored and within_margin(effects, margin):
         # Positive evidence: re-deciding everything still fails, and every step had the
         # rollouts to show an effect the design can detect.
         verdict = "locked-in"
@@ -386,9 +397,10 @@ async def attribute_async(
             effects,
             lost,
             alpha,
-            looks=looks,
+            looks=() if stop_reason == "budget" else looks,  # the budget leaves no look
             thresholds=[s / max(1, run.horizon) for s in spend],
             futility=futility,
+            margin=margin if verdict == "locked-in" else None,
         )
         if changing:
             reasons = Counter(
@@ -484,6 +496,8 @@ async def attribute_async(
         # an undecided curve has no point of no return to report, only intervals to widen
         point_of_no_return=None if verdict == "undecided" else point_of_no_return(effects, True),
         harmful_step=harmful,
+        margin=margin,
+        detectable=None if culprit is not None else detectable(effects, run.horizon),
         refutations=refutations,
         policy_check=checked.check.to_dict() if checked.check is not None else None,
         looks=done_looks,
@@ -551,6 +565,7 @@ async def sequential(
     spend: list[float],
     futility: float,
     out_of_budget: Callable[[], bool] = lambda: False,
+    margin: float | None = None,
 ) -> tuple[Baseline, list[StepEffect], list[int], str]:
     """The adaptive design: sample, estimate and review at each look until the culprit is
     decided, no step is left open, the budget is spent or the last look is done.
@@ -562,7 +577,10 @@ async def sequential(
     least ``futility`` — or, for a step whose re-decisions all repeated its recorded action
     (no pair could show anything yet), whose bound on |Δ| is not yet below the smallest
     effect the last look can detect; only their plans get more rollouts. No open step: stop,
-    "separated" with a culprit, "futility" without. Validity does not depend on any of these choices
+    "separated" with a culprit, "futility" without. With ``margin``, while no step is
+    significant and the failure looks locked in (``q_{-1}``'s lower bound at least 0.5), a step
+    whose upper bound on Δ is not below it stays open too: "locked-in" needs them all below
+    (:mod:`.equivalence`). Validity does not depend on any of these choices
     (see :func:`~otelcar.attribution.steps.curve.estimate`). Returns the last estimates, the looks
     done and why it stopped.
     """
@@ -600,6 +618,10 @@ async def sequential(
                 futile.add(e.index)
             else:
                 contenders.append(e)
+        if culprit is None and margin is not None and baseline.q_ci.low >= 0.5:
+            contenders += [  # locked-in is not shown yet: their bounds reach the margin
+                e for e in effects if e not in contenders and upper_bound(e) >= margin
+            ]
         if culprit is not None and not contenders:
             reason = "separated"  # from every step that can still become significant
             break

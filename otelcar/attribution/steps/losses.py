@@ -21,7 +21,7 @@ culprit is the significant step with the largest Δ, so two assignments decide i
 
 Without a culprit, *everything for* must leave every step not significant and, when looks
 were left, without a ``futility`` chance of becoming significant there (the adaptive design
-would have kept sampling it).
+would have kept sampling it); a locked-in verdict's equivalence must hold with them too.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from dataclasses import replace
 from otelcar.attribution.experiment.rollouts import PlanOutcomes
 from otelcar.attribution.stats import holm, mcnemar_exact_greater, rejection_chance, stage_of
 from otelcar.attribution.steps.curve import StepEffect, pick_culprit
+from otelcar.attribution.steps.equivalence import upper_bound
 
 
 def lost_pairs(
@@ -99,6 +100,7 @@ def losses_could_change(
     looks: Sequence[int] = (),
     thresholds: Sequence[float] = (),
     futility: float = 0.0,
+    margin: float | None = None,
 ) -> str | None:
     """Why the verdict could change had the lost pairs been judged, else ``None`` (see the
     module docstring for the assignments that decide it).
@@ -109,7 +111,9 @@ def losses_could_change(
     while its chance of becoming significant at a later look stayed at least ``futility``
     (:func:`~otelcar.attribution.stats.rejection_chance`): with a culprit, such a step whose
     Δ could then reach the culprit's could have become the culprit; without, any such step
-    could have become one."""
+    could have become one. ``margin``: a locked-in verdict's equivalence margin; every step's
+    upper bound on Δ, raised by the share of its pairs that were lost (``k / (pairs + k)``:
+    what k more favourable pairs add to Δ at most), must stay below it."""
     if not any(lost.get(e.index, 0) for e in effects):
         return None
     everyone = {e.index for e in effects}
@@ -168,5 +172,14 @@ def losses_could_change(
             return (
                 f"step {e.step}'s {k} lost pairs, had they gone for an effect, would have kept "
                 f"it in play ({chance:.0%} chance of becoming significant at a later look)"
+            )
+    for e in effects if margin is not None else ():
+        k = lost.get(e.index, 0)
+        raised = upper_bound(e) + k / (e.pairs + k) if k else 0.0
+        if raised >= margin:  # type: ignore[operator]
+            return (
+                f"step {e.step}'s {k} lost pairs, had they gone for an effect, could raise its "
+                f"upper bound to Δ ≤ {min(1.0, raised):+.2f}, not below the margin {margin:g} "
+                "a locked-in verdict needs"
             )
     return None

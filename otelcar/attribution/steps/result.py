@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.attribution.steps.curve import Baseline, StepEffect
+from otelcar.attribution.steps.equivalence import POWER, largest_upper, seen_text
 from otelcar.cost import policy_calls_text
 
 RESULT_VERSION = 1
@@ -85,6 +86,12 @@ class AttributionResult:
     refutations: list[Any] = field(default_factory=list)  # refute.Refutation, culprit only
     #: The policy check at the culprit (``PolicyCheck.to_dict()``; None when not run).
     policy_check: dict[str, Any] | None = None
+    #: The equivalence margin "locked-in" needs every step's upper bound on Δ below.
+    margin: float | None = None
+    #: Without a culprit: any step with Δ at least this would have been found with 80 %
+    #: power (:func:`~otelcar.attribution.steps.equivalence.detectable`; None: no step could
+    #: have been significant).
+    detectable: float | None = None
 
     def headline(self) -> str:
         """One sentence: what, where, how sure, at what cost."""
@@ -118,13 +125,14 @@ class AttributionResult:
                 if self.harmful_step is not None
                 else ""
             )
-            most = max((e.delta_ci.high for e in self.steps), default=0.0)
+            most = largest_upper(self.steps)
+            margin = f", below the margin {self.margin:g}" if self.margin is not None else ""
             return (
                 f"Locked in: re-deciding every step still ends in {self.question} "
                 f"(q_start={self.baseline.q:.2f} [{self.baseline.q_ci.low:.2f}, "
                 f"{self.baseline.q_ci.high:.2f}]), and no step's effect was significant at "
-                f"{self.confidence:.1%} with {self.rollouts_text()} (the largest upper bound "
-                f"is Δ ≤ {most:+.2f}).{target} Cost: {calls}."
+                f"{self.confidence:.1%} with {self.rollouts_text()}: every step's upper bound "
+                f"is Δ ≤ {most:+.2f}{margin}; {self.seen()}.{target} Cost: {calls}."
             )
         unmeasured = self.unmeasured()
         bounded = [e for e in self.steps if e.repeats_recorded and e.n > 0]
@@ -149,10 +157,22 @@ class AttributionResult:
                 f"{self.confidence:.1%}{tail}. "
                 f"Cost: {calls}."
             )
+        above = (
+            f"; not locked in: the largest upper bound, Δ ≤ {largest_upper(self.steps):+.2f}, "
+            f"is not below the margin {self.margin:g}"
+            if self.margin is not None
+            and self.baseline.q_ci.low >= 0.5
+            and largest_upper(self.steps) >= self.margin
+            else ""
+        )
         return (
             f"Undecided: no step's effect was significant at {self.confidence:.1%} with "
-            f"{self.rollouts_text()}{tail}. Cost: {calls}."
+            f"{self.rollouts_text()}{tail}{above}; {self.seen()}. Cost: {calls}."
         )
+
+    def seen(self) -> str:
+        """Which effects a verdict without a culprit would have seen (a clause)."""
+        return seen_text(self.detectable, self.rollouts_text())
 
     def unmeasured(self) -> list[str]:
         """Where the curve has no judged rollout (``"the start"``, ``"step K"``): an
@@ -213,4 +233,12 @@ class AttributionResult:
             "rollout_errors": self.rollout_errors[:50],
             "refutations": [r.to_dict() for r in self.refutations],
             "policy_check": self.policy_check,
+            "equivalence": None
+            if self.culprit is not None
+            else {
+                "margin": self.margin,
+                "largest_upper": largest_upper(self.steps),
+                "detectable_delta": self.detectable,
+                "power": POWER,
+            },
         }
