@@ -30,7 +30,9 @@ TOOLS = {
     "list_traces",
     "search_traces",
     "show_trace",
+    "show_steps",
     "show_step",
+    "read_text",
     "attribute",
     "why",
     "fix",
@@ -132,12 +134,13 @@ async def _browse(session: ClientSession) -> None:
     assert found["traces"][0]["matched_steps"]
     assert (await _call(session, "search_traces", query="zebra-unicorn"))["traces"] == []
 
-    shown = await _call(session, "show_trace", trace_id=NEW_CONTENT[:8])
-    _validate(shown, "show.schema.json")
-    assert shown["trace"]["trace_id"] == NEW_CONTENT
+    shown = await _call(session, "show_trace", trace_id=NEW_CONTENT[:8], context="all", clip=None)
+    _validate({"trace": shown["trace"], "steps": shown["steps"]}, "show.schema.json")
+    assert shown["trace"]["trace_id"] == NEW_CONTENT and shown["next_cursor"] is None
     step = shown["steps"][-1]["step"]
     one = await _call(session, "show_step", trace_id=NEW_CONTENT, step=step)
-    assert one["step"] == shown["steps"][-1]
+    assert {**one["step"], "input_messages_shared": None} == shown["steps"][-1]
+    assert one["next_cursor"] is None
 
     missing = await session.call_tool("show_trace", {"trace_id": "ffffffff"})
     assert missing.is_error

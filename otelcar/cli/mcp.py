@@ -32,6 +32,14 @@ from otelcar.cli.options import config_option
     "argument: live replay, run as this user). Over stdio the client that started the server "
     "may always.",
 )
+@click.option(
+    "--max-result-bytes",
+    type=click.IntRange(min=16 * 1024),
+    default=256 * 1024,
+    show_default=True,
+    help="Most bytes one tool result may be: a longer one is cut at a step or item, says "
+    "what it left out and gives a cursor to continue.",
+)
 @config_option("otelcar.toml with the policies and the outcome (default: ./otelcar.toml).")
 @click.pass_context
 def mcp_command(
@@ -40,6 +48,7 @@ def mcp_command(
     port: int,
     max_calls: int | None,
     allow_agent: bool,
+    max_result_bytes: int,
     config_path: Path | None,
 ) -> None:
     """Model Context Protocol server for coding agents: list, search and show traces, run
@@ -65,7 +74,7 @@ def mcp_command(
     context = RunContext(
         ctx.obj["store"], config_path, max_calls, agent_commands=allow_agent or not use_http
     )
-    server = build_server(context)
+    server = build_server(context, max_result_bytes=max_result_bytes)
     if use_http:
         serve_http(server, port=port)
     else:

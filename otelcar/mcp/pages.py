@@ -1,0 +1,247 @@
+"""A trace's steps in bounded pages, as the MCP tools ``show_trace``, ``show_steps``,
+``show_step`` and ``read_text`` return them.
+
+A page holds steps in order from a step number on, at most ``limit`` of them and at most
+``budget`` bytes, each text clipped at ``clip`` characters with a marker naming where to read
+it whole (:func:`otelcar.mcp.bounded.clip_text`). With ``context="new"`` an LLM step's input
+messages are only those its previous LLM step's input did not already start with (an
+instrumented agent records the whole conversation on every chat span, so a 250-turn run
+would otherwise repeat it 250 times); ``input_messages_shared`` says how many were left out
+and which step has them. Only the rows of the page (and of the LLM steps before them) are
+turned into JSON, so a page costs what it shows, not what the trace holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal
+
+import polars as pl
+
+from otelcar.errors import TraceNotFound
+from otelcar.mcp.bounded import (
+    clip_strings,
+    clip_to_fit,
+    decode_cursor,
+    encode_cursor,
+    fit_items,
+    size,
+    text_chunk,
+)
+from otelcar.sources import TraceSource
+from otelcar.views import step_view, trace_view
+
+Context = Literal["new", "all"]
+#: Room kept for the page fields and the cursor beside the steps.
+PAGE_FIELDS_BYTES = 1024
+
+
+def _where(step: int) -> Any:
+    return lambda path: f"(step={step}, path={path})"
+
+
+def _shared_prefix(before: list[Any] | None, now: list[Any] | None) -> int:
+    """How many messages ``now`` starts with that ``before`` starts with too."""
+    if not before or not now:
+        return 0
+    count = 0
+    for a, b in zip(before, now, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def _step_views(steps: pl.DataFrame, page: pl.DataFrame, context: Context) -> list[dict]:
+    """The page's rows as step views; with ``context="new"`` each LLM step without the
+    input messages its previous LLM step (in the whole trace) began with."""
+    if context == "all":
+        return [{**step_view(r), "input_messages_shared": None} for r in page.iter_rows(named=True)]
+    numbers = steps["step"].to_list()
+    llm = [n for n, k in zip(numbers, steps["kind"].to_list(), strict=True) if k == "llm"]
+    previous: dict[int, int] = {b: a for a, b in itertools.pairwise(llm)}
+    wanted = set(page["step"].to_list())
+    needed = wanted | {previous[n] for n in wanted if n in previous}
+    inputs = dict(
+        steps.filter(pl.col("step").is_in(list(needed)))
+        .select("step", "input_messages")
+        .iter_rows()
+    )
+    views = []
+    for row in page.iter_rows(named=True):
+        number = row["step"]
+        before = previous.get(number)
+        shared = 0 if before is None else _shared_prefix(inputs.get(before), inputs.get(number))
+        if shared:
+            row = {**row, "input_messages": row["input_messages"][shared:]}
+        view = step_view(row)
+        view["input_messages_shared"] = {"with_step": before, "count": shared} if shared else None
+        views.append(view)
+    return views
+
+
+def steps_page(
+    source: TraceSource,
+    trace_id: str,
+    *,
+    budget: int,
+    first: int | None = None,
+    last: int | None = None,
+    kinds: list[str] | None = None,
+    limit: int = 50,
+    clip: int | None = 500,
+    context: Context = "new",
+    cursor: str | None = None,
+    with_summary: bool = True,
+) -> dict[str, Any]:
+    """One page of the steps of ``trace_id`` numbered ``first``..``last`` (inclusive; of
+    ``kinds`` only), at most ``limit`` steps and ``budget`` bytes in all: ``{"trace"`` (the
+    summary, when ``with_summary``), ``"trace_id", "steps", "page", "next_cursor"}``.
+    ``cursor`` (a ``next_cursor``) continues a page with the options it was made with.
+    ``page`` says which steps are shown, how many of the range are left, why the page
+    stopped and how many texts were clipped."""
+    if cursor is not None:
+        state = decode_cursor(cursor, "show_steps")
+        trace_id, first, last = state["trace"], state["from"], state["last"]
+        kinds, limit, clip, context = state["kinds"], state["limit"], state["clip"], state["ctx"]
+    loaded = source.load(trace_id)
+    steps = loaded.steps
+    chosen = steps.filter(pl.col("kind").is_in(kinds)) if kinds else steps
+    if first is not None:
+        chosen = chosen.filter(pl.col("step") >= first)
+    if last is not None:
+        chosen = chosen.filter(pl.col("step") <= last)
+    rows = chosen.head(limit)
+    clips = [0]
+    views = [
+        clip_strings(view, clip, _where(view["step"]), counter=clips)
+        for view in _step_views(steps, rows, context)
+    ]
+    head: dict[str, Any] = {"trace": trace_view(loaded.summary)} if with_summary else {}
+    room = budget - size(head) - PAGE_FIELDS_BYTES
+    kept = fit_items(views, room)
+    if kept == 1 and size(views[0]) > room:
+        views[0] = clip_to_fit(views[0], room, _where(views[0]["step"]), counter=clips)
+    shown = views[:kept]
+    left = chosen.height - kept
+    stopped = None
+    if left:
+        stopped = "byte cap" if kept < len(views) else "limit"
+    next_cursor = None
+    if left:
+        state = {
+            "trace": loaded.trace_id,
+            "from": int(chosen["step"][kept]),
+            "last": last,
+            "kinds": kinds,
+            "limit": limit,
+            "clip": clip,
+            "ctx": context,
+        }
+        next_cursor = encode_cursor("show_steps", state)
+    return {
+        **head,
+        "trace_id": loaded.trace_id,
+        "steps": shown,
+        "page": {
+            "first_step": shown[0]["step"] if shown else None,
+            "last_step": shown[-1]["step"] if shown else None,
+            "shown": len(shown),
+            "left": left,
+            "stopped_by": stopped,
+            "clip": clip,
+            "clipped_texts": clips[0],
+            "context": context,
+        },
+        "next_cursor": next_cursor,
+    }
+
+
+def _step_row(source: TraceSource, trace_id: str, step: int) -> tuple[str, dict[str, Any]]:
+    loaded = source.load(trace_id)
+    rows = loaded.steps.filter(pl.col("step") == step)
+    if rows.is_empty():
+        known = loaded.steps["step"].to_list()
+        shown = ", ".join(map(str, known[:40])) + (" …" if len(known) > 40 else "")
+        raise TraceNotFound(f"trace {loaded.trace_id} has no step {step} (steps: {shown})")
+    return loaded.trace_id, rows.row(0, named=True)
+
+
+def show_step(
+    source: TraceSource,
+    trace_id: str,
+    step: int,
+    *,
+    budget: int,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """One whole step (every input message, unclipped) within ``budget`` bytes:
+    ``{"trace_id", "step", "input_messages_from", "input_messages_total", "next_cursor"}``.
+    Input messages that do not fit are left for the next page (``next_cursor``: the same
+    step from the first one left out); a text that alone does not fit is clipped with a
+    marker naming its path for ``read_text``."""
+    start = 0
+    if cursor is not None:
+        state = decode_cursor(cursor, "show_step")
+        trace_id, step, start = state["trace"], state["step"], state["from"]
+    full_id, row = _step_row(source, trace_id, step)
+    view = step_view(row)
+    messages = view["input_messages"] or []
+    where = _where(step)
+    base = clip_to_fit({**view, "input_messages": []}, budget // 2, where)
+    room = budget - size(base) - PAGE_FIELDS_BYTES
+    rest = messages[start:]
+    kept = fit_items(rest, room)
+    shown = rest[:kept]
+    if kept == 1 and size(shown[0]) > room:
+        shown = [clip_to_fit(shown[0], room, lambda p: where(f"input_messages.{start}.{p}"))]
+    end = start + kept
+    return {
+        "trace_id": full_id,
+        "step": {**base, "input_messages": shown if view["input_messages"] is not None else None},
+        "input_messages_from": start,
+        "input_messages_total": len(messages),
+        "next_cursor": (
+            encode_cursor("show_step", {"trace": full_id, "step": step, "from": end})
+            if end < len(messages)
+            else None
+        ),
+    }
+
+
+def _at(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            raise TraceNotFound(f"path {path!r}: no {part!r} there")
+    return value
+
+
+def read_text(
+    source: TraceSource, trace_id: str, step: int, path: str, *, offset: int, budget: int
+) -> dict[str, Any]:
+    """The text at ``path`` of one step's view (dotted: ``input_messages.3.content``,
+    ``tool_result``; a non-text value as its JSON) from ``offset``, as much as fits
+    ``budget`` bytes: ``{"trace_id", "step", "path", "offset", "text", "total_chars",
+    "next_offset"}`` (``next_offset`` ``None`` at the end)."""
+    import json
+
+    full_id, row = _step_row(source, trace_id, step)
+    value = _at(step_view(row), path)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if not 0 <= offset <= len(text):
+        raise TraceNotFound(f"offset {offset} is outside the text ({len(text)} chars)")
+    chunk = text_chunk(text, offset, budget - PAGE_FIELDS_BYTES) if text else ""
+    end = offset + len(chunk)
+    return {
+        "trace_id": full_id,
+        "step": step,
+        "path": path,
+        "offset": offset,
+        "text": chunk,
+        "total_chars": len(text),
+        "next_offset": end if end < len(text) else None,
+    }
