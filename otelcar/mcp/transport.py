@@ -1,5 +1,8 @@
 """Serving the MCP server: on stdio (the default: stdout carries protocol only, every log
-goes to stderr) or on streamable HTTP at ``http://127.0.0.1:PORT/mcp``."""
+goes to stderr) or on streamable HTTP at ``http://127.0.0.1:PORT/mcp``.
+
+A client that goes away (closes the pipe, drops the connection) ends its session normally:
+one line at INFO on stderr, exit status 0, never an "unexpected error"."""
 
 from __future__ import annotations
 
@@ -24,10 +27,42 @@ def _log_to_stderr() -> None:
     logger.setLevel(logging.INFO)
 
 
+#: What a write to (or read from) a client that went away raises.
+GONE = (
+    BrokenPipeError,
+    ConnectionResetError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+
+log = logging.getLogger("otelcar.mcp")
+
+
+def client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (an exception group of the server's task groups included) says only
+    that the client went away."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(e) for e in exc.exceptions)
+    return isinstance(exc, GONE)
+
+
+def _leaf(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return type(exc).__name__
+
+
 def serve_stdio(server: MCPServer) -> None:
-    """Serve on stdin/stdout until the client closes stdin."""
+    """Serve on stdin/stdout until the client closes stdin or stops reading stdout (both a
+    normal end)."""
     _log_to_stderr()
-    anyio.run(server.run_stdio_async)
+    try:
+        anyio.run(server.run_stdio_async)
+    except BaseException as exc:
+        if not client_gone(exc):
+            raise
+        log.info("the client went away (%s): session over", _leaf(exc))
 
 
 def serve_http(server: MCPServer, *, port: int = 0, announce: TextIO | None = None) -> None:
