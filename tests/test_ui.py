@@ -240,6 +240,7 @@ def test_trace_page_lists_kept_timelines_and_links_their_diff(project):
         diff = client.get(link.group(1))
         assert diff.status_code == 200, diff.text[:500]
         assert "Where the runs part" in diff.text and "A: again-4" in diff.text
+        assert f'href="/traces/{TRACE}" class="back">← the trace in the console' in diff.text
         assert client.get(f"/traces/{TRACE}/timelines/nothing-kept").status_code == 404
         assert client.get(f"/traces/{TRACE}/timelines/..%2Fx").status_code in (400, 404)
         # without a local store the console shows none
@@ -315,6 +316,7 @@ def test_an_attribution_started_from_the_page_runs_is_kept_and_reported(project)
         assert run.result["kind"] == "attribution" and "timeline" in run.result
         report = client.get(f"/results/{run_id}")
         assert report.status_code == 200 and 'id="otelcar-data"' in report.text
+        assert f'href="/runs/{run_id}" class="back">← this run in the console' in report.text
         assert run_id in client.get("/results").text
         assert (store / "runs" / f"{run_id}.json").is_file()
     with TestClient(app_for(store, config)) as restarted:  # kept across a restart

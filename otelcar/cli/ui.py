@@ -43,5 +43,16 @@ def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
         allowed_hosts=("127.0.0.1", "localhost"),
         store_root=store_root,
     )
+    import socket
+
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(("127.0.0.1", port))
+    except OSError as exc:
+        listening.close()
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc}") from None
+    port = listening.getsockname()[1]  # --port 0: the one the system chose
     click.echo(f"otelcar ui on http://127.0.0.1:{port}/ (Ctrl-C stops it)", err=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[listening])

@@ -103,8 +103,9 @@ def _step(step: Mapping[str, Any], labels: tuple[str, str], first: int | None) -
     return el("details", summary, body, class_=css, id=f"d{step['index']}")
 
 
-def render_diff_html(doc: Mapping[str, Any]) -> str:
-    """The whole page of one diff document."""
+def render_diff_html(doc: Mapping[str, Any], *, back: tuple[str, str] | None = None) -> str:
+    """The whole page of one diff document; ``back``: ``(label, href)`` of a link in the
+    header (the console's way back to the trace)."""
     detail = doc["detail"]
     a, b = detail["a"], detail["b"]
     header = el(
@@ -113,6 +114,7 @@ def render_diff_html(doc: Mapping[str, Any]) -> str:
         el("span", f"trace {doc['trace_id']}"),
         el("span", f"A: {a['label']} — {doc.get('a_plan')}"),
         el("span", f"B: {b['label']} — {doc.get('b_plan')}"),
+        el("a", back[0], href=back[1], class_="back") if back else "",
         class_="top",
     )
     verdict = el(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import json
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -49,9 +49,11 @@ from otelcar.report import render_html
 from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceSource
+from otelcar.sync import run_sync
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
-from otelcar.views import own_trace_summary, steps_view, trace_view
+from otelcar.ui.trace_page import step_page, trace_page
+from otelcar.views import own_trace_summary, trace_view
 
 SCRIPT = resources.files("otelcar.ui").joinpath("templates/console.js").read_text("utf-8")
 CSP = (
@@ -68,13 +70,6 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, Markup):
         return value
     return Markup(esc(value))
-
-
-def _pretty(value: Any) -> str:
-    """A decoded JSON value (arguments, attributes) as indented text; strings as they are."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def _duration(ms: float | None) -> str:
@@ -96,7 +91,6 @@ def _environment() -> Environment:
         loader=PackageLoader("otelcar.ui", "templates"), autoescape=True, finalize=_finalize
     )
     env.filters["attrval"] = lambda value: Markup(attr(value))
-    env.filters["pretty"] = _pretty
     env.filters["duration"] = _duration
     env.filters["time"] = _time
     env.globals["version"] = __version__
@@ -105,22 +99,6 @@ def _environment() -> Environment:
     env.globals["modes"] = MODES
     env.globals["sames"] = SAMES
     return env
-
-
-def _timeline(steps: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:
-    """Step → (left %, width %) of its bar on the trace's time axis."""
-    spans = [(s["step"], s["start_ns"], s["end_ns"]) for s in steps if s["start_ns"] is not None]
-    if not spans:
-        return {}
-    t0 = min(start for _, start, _ in spans)
-    t1 = max(end if end is not None else start for _, start, end in spans)
-    width = max(t1 - t0, 1)
-    bars = {}
-    for step, start, end in spans:
-        left = (start - t0) / width * 100
-        size = ((end if end is not None else start) - start) / width * 100
-        bars[step] = (round(left, 2), round(max(size, 0.4), 2))
-    return bars
 
 
 def create_app(
@@ -165,14 +143,14 @@ def create_app(
     async def home(request: Request) -> Response:
         return RedirectResponse("/traces", status_code=303)
 
-    async def traces(request: Request) -> Response:
+    def traces_html(request: Request) -> Response:
         try:
             query = TraceQuery.from_params(request.query_params)
             with open_source() as source:
                 where = source.where
                 index = source.traces(query.source_filter())
                 listing = apply_query(index, query)
-                outcomes = await _page_outcomes(source, listing.rows, config_path)
+                outcomes = run_sync(_page_outcomes(source, listing.rows, config_path))
         except QueryError as exc:
             return page("error.html", 400, title="bad query", message=str(exc))
         return page(
@@ -184,26 +162,39 @@ def create_app(
             outcomes=outcomes,
         )
 
-    async def trace(request: Request) -> Response:
+    async def traces(request: Request) -> Response:
+        return await run_in_threadpool(traces_html, request)
+
+    def page_number(request: Request) -> int:
+        value = request.query_params.get("page", "1")
+        if not value.isdigit() or int(value) < 1:
+            raise HTTPException(400, f"page: a number from 1, not {value!r}")
+        return int(value)
+
+    def trace_html(request: Request) -> Response:
+        """One page of a trace (:mod:`otelcar.ui.trace_page`); on a worker thread, so a long
+        trace never holds up another request."""
+        number = page_number(request)
         with open_source() as source:
             full = source.resolve(request.path_params["trace_id"])
             loaded = source.load(full)
-        steps = steps_view(loaded.steps)
         runs = [r for r in manager.runs() if r.trace_id == full]
         kept = {} if store_root is None else timelines_document(store_root, full)
         return page(
             "trace.html",
             title=f"trace {full}",
             trace=trace_view(loaded.summary),
-            steps=steps,
-            bars=_timeline(steps),
+            view=trace_page(loaded.steps, number),
             runs=runs,
             timelines=kept.get("timelines", []),
             timeline_problems=kept.get("problems", []),
         )
 
-    async def rollout_trace(request: Request) -> Response:
-        """A kept live rollout's own trace (its agent's spans), shown as a trace is."""
+    async def trace(request: Request) -> Response:
+        return await run_in_threadpool(trace_html, request)
+
+    def own_trace(request: Request) -> tuple[str, str, int, Any]:
+        """``(trace id, timeline, rollout, its own steps)`` of a kept live rollout."""
         if store_root is None:
             raise HTTPException(404, "this console shows no timelines (no local store)")
         with open_source() as source:
@@ -217,26 +208,57 @@ def create_app(
             raise HTTPException(400, str(exc)) from None
         if own is None:
             raise HTTPException(404, f"rollout {index} of timeline {name!r} made no trace")
-        steps = steps_view(own)
+        return full, name, index, own
+
+    def rollout_html(request: Request) -> Response:
+        """A kept live rollout's own trace (its agent's spans), shown as a trace is."""
+        number = page_number(request)
+        full, name, index, own = own_trace(request)
         return page(
             "trace.html",
             title=f"rollout {name}#{index} of {full}",
             trace=trace_view(own_trace_summary(own, f"{name}#{index}")),
-            steps=steps,
-            bars=_timeline(steps),
+            view=trace_page(own, number),
             runs=[],
             timelines=[],
             timeline_problems=[],
             rollout_of={"trace_id": full, "name": name, "rollout": index},
         )
 
-    async def timeline_diff(request: Request) -> Response:
+    async def rollout_trace(request: Request) -> Response:
+        return await run_in_threadpool(rollout_html, request)
+
+    def step_html(request: Request) -> Response:
+        """One step in full: its whole context and all of each text."""
+        step = request.path_params["step"]
+        if "name" in request.path_params:
+            full, name, index, steps = own_trace(request)
+            base = f"/traces/{full}/timelines/{name}/rollouts/{index}"
+            label = f"rollout {name}#{index} of trace {full}"
+        else:
+            with open_source() as source:
+                full = source.resolve(request.path_params["trace_id"])
+                steps = source.load(full).steps
+            base, label = f"/traces/{full}", f"trace {full}"
+        view = step_page(steps, step)
+        if view is None:
+            raise HTTPException(404, f"{label} has no step {step}")
+        return page("step.html", title=f"step {step} of {label}", view=view, base=base, label=label)
+
+    async def step(request: Request) -> Response:
+        return await run_in_threadpool(step_html, request)
+
+    def timeline_diff_html(request: Request) -> Response:
         if store_root is None:
             raise HTTPException(404, "this console shows no timelines (no local store)")
         full, steps = load(request.path_params["trace_id"])
         other = request.query_params.get("b") or None
         document = diff_kept(store_root, load_run(full, steps), request.path_params["name"], other)
-        return HTMLResponse(render_diff_html(document))  # the page carries its own CSP
+        back = ("← the trace in the console", f"/traces/{full}")
+        return HTMLResponse(render_diff_html(document, back=back))  # it carries its own CSP
+
+    async def timeline_diff(request: Request) -> Response:
+        return await run_in_threadpool(timeline_diff_html, request)
 
     async def start(request: Request) -> Response:
         same_origin(request)
@@ -259,8 +281,10 @@ def create_app(
         for flag in ("shapley", "no_refute", "forward"):
             if form.get(flag):
                 options[flag] = True
+        with open_source() as source:  # an unknown trace is a 404, never a kept run
+            full = source.resolve(request.path_params["trace_id"])
         try:
-            run = manager.start(kind, request.path_params["trace_id"], options)
+            run = manager.start(kind, full, options)
         except RunError as exc:
             return page("error.html", 400, title="bad run", message=str(exc))
         return RedirectResponse(f"/runs/{run.id}", status_code=303)
@@ -290,7 +314,10 @@ def create_app(
         run = manager.get(request.path_params["run_id"])
         if run.status != "done" or not run.result:
             raise HTTPException(404, f"run {run.id} has no result ({run.status})")
-        report = render_html(**{"attribution" if run.kind == "attribute" else run.kind: run.result})
+        section = "attribution" if run.kind == "attribute" else run.kind
+        report = render_html(
+            **{section: run.result}, back=("← this run in the console", f"/runs/{run.id}")
+        )
         return HTMLResponse(report)  # the report carries its own Content-Security-Policy
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -311,9 +338,13 @@ def create_app(
             Route("/", home),
             Route("/traces", traces),
             Route("/traces/{trace_id}", trace),
+            Route("/traces/{trace_id}/steps/{step:int}", step),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
             Route("/traces/{trace_id}/timelines/{name}", timeline_diff),
             Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_trace),
+            Route(
+                "/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}/steps/{step:int}", step
+            ),
             Route("/runs", runs),
             Route("/runs/{run_id}", run_page),
             Route("/runs/{run_id}/cancel", cancel, methods=["POST"]),

@@ -39,7 +39,9 @@ from otelcar.kept_runs import (
 ENDED = ("done", "failed", "cancelled")
 #: ``attribute --mode`` and ``why``/``fix --same`` as the run form offers them.
 MODES = ("auto", "curve", "bisect")
-SAMES = ("outcome", "tool", "tool+args", "answer")
+SAMES = ("outcome", "tool", "tool+args", "judge")
+#: The least value of each numeric run option.
+LEAST = {"rollouts": 1, "budget": 1, "samples": 2, "seed": 0}
 
 
 class RunError(OtelcarError):
@@ -146,10 +148,15 @@ class RunManager:
         ``rollouts`` (attribute: fixed R; default adaptive), ``mode`` (attribute: one of
         :data:`MODES`), ``shapley`` and ``no_refute`` (attribute), ``samples``, ``same`` (one
         of :data:`SAMES`) (why, fix), ``forward`` (fix). Raises
-        :class:`RunError` for an unknown kind; errors of the run itself (a missing trace, a
+        :class:`RunError` for an unknown kind or a number below its least (:data:`LEAST`);
+        errors of the run itself (a missing trace, a
         config without an outcome) end it as ``failed`` with the message."""
         if kind not in KINDS:
             raise RunError(f"unknown run kind {kind!r}; known: {', '.join(KINDS)}")
+        for name, least in LEAST.items():
+            value = (options or {}).get(name)
+            if value is not None and (not isinstance(value, int) or value < least):
+                raise RunError(f"{name}: a whole number of at least {least}, not {value!r}")
         run = Run(new_run_id(kind), kind, trace_id, {})
         run.options = {k: v for k, v in (options or {}).items() if v not in (None, "")}
         with self._lock:

@@ -1,0 +1,170 @@
+"""The console at the size of real traces (issue 39): a long trace's page, and the list while
+long pages are served.
+
+The trace: :func:`otelcar.testing.long_traces.long_conversation` with ``--turns`` chat turns
+(250: a 500-step trace; each chat span carries the whole conversation so far, as
+instrumentations record it), imported with ``otelcar import`` into a fresh store; ``otelcar
+ui`` started as a process on a free port (uvicorn, as users run it). Measured, printed, never
+asserted:
+
+1. **The first page of the trace**: bytes transferred and wall time of the request (median
+   of ``--repeat``), and with headless Chromium when it is installed, the first contentful
+   paint of the page (``performance.getEntriesByType('paint')``). Goals: ≤ 1 MB, ≤ 1 s.
+2. **The whole step**: the last step's own page (its whole context), bytes and time.
+3. **``/traces`` while long pages are served**: ``--clients`` threads fetch the trace's pages
+   and its last step in a loop while one client fetches ``/traces`` ``--list-requests``
+   times; p50 and p99 of the list's latency, against the same list fetched with nothing else
+   running (the baseline in the same run). Goal: p99 ≤ 100 ms.
+
+Before this page was paged and folded (2026-12-04), the same trace drew every context whole:
+24.3 MB and 4.3 s (TestClient, the same host), with ``/traces`` waiting behind it.
+
+``python benchmarks/console_sizes.py`` (about a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from otelcar.testing.long_traces import long_conversation  # noqa: E402
+
+TRACE = "5" * 32
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _get(url: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=60) as response:
+        size = len(response.read())
+    return time.perf_counter() - started, size
+
+
+def _serve(store: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    command = [sys.executable, "-m", "otelcar.cli", "--store", str(store), "ui"]
+    process = subprocess.Popen([*command, "--port", str(port)], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _get(url + "/traces")
+            return process, url
+        except OSError:
+            if time.monotonic() > deadline:
+                process.kill()
+                raise SystemExit("otelcar ui did not start") from None
+            time.sleep(0.2)
+
+
+def _first_paint(url: str, profile: Path) -> float | None:
+    """Seconds to the first contentful paint in headless Chromium (``None``: not installed)."""
+    try:
+        from tests.parts import headless_chromium
+
+        with headless_chromium(profile) as driver:
+            driver.get(url)
+            paints = driver.execute_script(
+                "return performance.getEntriesByType('paint').map(e => [e.name, e.startTime])"
+            )
+            return dict(paints).get("first-contentful-paint", 0.0) / 1000
+    except BaseException as exc:  # pytest's skip is a BaseException
+        print(f"first paint: not measured ({type(exc).__name__}: {exc})")
+        return None
+
+
+def _list_latencies(url: str, n: int) -> list[float]:
+    return [_get(url + "/traces")[0] for _ in range(n)]
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=250)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--list-requests", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        dump = work / "long.json"
+        dump.write_text(json.dumps(long_conversation(args.turns, fail_every=40)), "utf-8")
+        dump_mb = dump.stat().st_size / 1e6
+        store = work / "store"
+        subprocess.run(
+            [sys.executable, "-m", "otelcar.cli", "--store", str(store), "import", str(dump)],
+            check=True,
+            capture_output=True,
+        )
+        process, url = _serve(store)
+        try:
+            page = f"{url}/traces/{TRACE}"
+            first = [_get(page) for _ in range(args.repeat)]
+            step = [_get(f"{page}/steps/{2 * args.turns - 1}") for _ in range(args.repeat)]
+            paint = _first_paint(page, work / "chromium")
+            alone = _list_latencies(url, args.list_requests)
+            stop = threading.Event()
+
+            def load() -> None:
+                pages = [f"{page}?page={p}" for p in range(1, 6)] + [
+                    f"{page}/steps/{2 * args.turns - 1}"
+                ]
+                i = 0
+                while not stop.is_set():
+                    _get(pages[i % len(pages)])
+                    i += 1
+
+            threads = [threading.Thread(target=load) for _ in range(args.clients)]
+            for thread in threads:
+                thread.start()
+            time.sleep(0.5)
+            busy = _list_latencies(url, args.list_requests)
+            stop.set()
+            for thread in threads:
+                thread.join()
+        finally:
+            process.terminate()
+            process.wait(10)
+    steps = 2 * args.turns
+    print(f"{steps}-step trace ({dump_mb:.1f} MB of OTLP/JSON), otelcar ui:")
+    print(
+        f"  first page: {first[0][1] / 1e3:.0f} KB, "
+        f"{statistics.median(t for t, _ in first) * 1e3:.0f} ms (median of {args.repeat})"
+        + (f", first contentful paint {paint * 1e3:.0f} ms" if paint is not None else "")
+        + " (goals ≤ 1 MB, ≤ 1 s)"
+    )
+    print(
+        f"  the last step's own page (its whole context): {step[0][1] / 1e3:.0f} KB, "
+        f"{statistics.median(t for t, _ in step) * 1e3:.0f} ms"
+    )
+    print(
+        f"  /traces alone: p50 {statistics.median(alone) * 1e3:.1f} ms, "
+        f"p99 {_p99(alone) * 1e3:.1f} ms; while {args.clients} clients load the long trace's "
+        f"pages: p50 {statistics.median(busy) * 1e3:.1f} ms, p99 {_p99(busy) * 1e3:.1f} ms "
+        "(goal p99 ≤ 100 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The console at the size of real traces (issue 39): a 500-step trace (250 chat turns, each
+chat span carrying the whole conversation so far, as instrumentations record it) read through
+the real importer, and the console's smaller defects.
+
+- The trace page shows a page of steps, each context as what it adds to the same agent's
+  previous decision (the shared prefix folded, linked to the step's own page), long texts
+  clipped with "show all"; tool calls and their results link both ways; error steps are
+  marked whatever case the producer wrote; the trace's token totals are shown.
+- A run on an unknown trace, or with 0 rollouts, is refused and never kept; the "same
+  decision" menu offers only what the run accepts; reports and diffs link back; ``otelcar
+  ui --port 0`` says which port it listens on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("starlette", reason="otelcar ui needs the 'ui' extra")
+
+from starlette.testclient import TestClient
+
+from otelcar.cli import cli
+from otelcar.testing.long_traces import long_conversation
+from otelcar.ui.runs import SAMES
+from otelcar.ui.trace_page import CLIP_CHARS, PAGE_STEPS, clip
+from tests.test_ui import TRACE, app_for, project  # noqa: F401 (a fixture)
+
+LONG = "5" * 32
+
+
+@pytest.fixture(scope="module")
+def long_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with the 500-step trace (every 40th tool call failing) and a short one whose
+    tool result is 10,000 characters long."""
+    root = tmp_path_factory.mktemp("long")
+    dump = root / "long.json"
+    dump.write_text(json.dumps(long_conversation(250, fail_every=40)), encoding="utf-8")
+    wide = root / "wide.json"
+    wide.write_text(
+        json.dumps(long_conversation(3, trace_id="6" * 32, payload=10_000)), encoding="utf-8"
+    )
+    store = root / "store"
+    done = CliRunner().invoke(cli, ["--store", str(store), "import", str(dump), str(wide)])
+    assert done.exit_code == 0, done.output
+    return store
+
+
+@pytest.fixture
+def client(long_store: Path) -> Any:
+    with TestClient(app_for(long_store)) as test_client:
+        yield test_client
+
+
+def steps_on(html: str) -> list[int]:
+    return [int(s) for s in re.findall(r'<details class="step[^"]*" id="step-(\d+)"', html)]
+
+
+def test_a_long_trace_page_costs_what_the_reader_sees(client: TestClient) -> None:
+    first = client.get(f"/traces/{LONG}")
+    assert first.status_code == 200
+    assert len(first.content) < 1_000_000  # the whole trace drawn was 24 MB
+    assert steps_on(first.text) == list(range(PAGE_STEPS))
+    assert f"steps 0–{PAGE_STEPS - 1} of 500 · page 1 of 5" in first.text
+    assert 'rel="next"' in first.text and 'rel="prev"' not in first.text
+    last = client.get(f"/traces/{LONG}?page=5")
+    assert steps_on(last.text) == list(range(400, 500))
+    assert client.get(f"/traces/{LONG}?page=9").status_code == 200  # clamped to the last
+    assert client.get(f"/traces/{LONG}?page=0").status_code == 400
+    # each context shows what it adds to the previous decision's: the last one's 500
+    # messages are 498 folded and 2 new (the previous action and its result)
+    assert "context: 500 messages, 2 new since" in last.text
+    assert "… 498 earlier messages, the same as the start of" in last.text
+    assert f'href="/traces/{LONG}/steps/499">show the whole context</a>' in last.text
+
+
+def test_the_step_page_shows_the_whole_context(client: TestClient) -> None:
+    page = client.get(f"/traces/{LONG}/steps/499")
+    assert page.status_code == 200
+    assert page.text.count('<div class="msg">') == 500 + 1  # the context and the answer
+    assert "earlier messages" not in page.text
+    assert f'href="/traces/{LONG}?page=5#step-499"' in page.text  # back to its page
+    assert client.get(f"/traces/{LONG}/steps/500").status_code == 404
+
+
+def test_calls_and_results_link_both_ways_and_errors_are_marked(client: TestClient) -> None:
+    text = client.get(f"/traces/{LONG}").text
+    # step 1 calls search; step 2 runs it: each links the other
+    assert re.search(r'call_00000</span> · result: <a href="[^"]*#step-2">step 2</a>', text)
+    assert re.search(r'called by <a href="[^"]*#step-1">step 1</a> \(call call_00000\)', text)
+    failed = re.findall(r'<details class="step failed" id="step-(\d+)"[^>]* open>', text)
+    assert failed == ["80"]  # the 40th tool call: status ERROR in the store
+    assert 'badge bad">error' in text
+    totals = re.search(r'<span id="tokens">(\d+) in / (\d+) out tokens</span>', text)
+    assert totals is not None and int(totals.group(1)) > 0 and int(totals.group(2)) > 0
+
+
+def test_long_texts_are_clipped_with_a_way_to_all_of_it(client: TestClient) -> None:
+    text = client.get(f"/traces/{'6' * 32}").text
+    hidden = 10_000 - CLIP_CHARS
+    assert f"… {hidden} more characters: show all" in text
+    full = client.get(f"/traces/{'6' * 32}/steps/2").text
+    assert "more characters" not in full
+    assert clip("x" * 5, 3).hidden == 2 and clip(None).text is None
+
+
+def test_runs_on_unknown_traces_or_with_zero_rollouts_are_refused_and_not_kept(
+    project: tuple[Path, Path],  # noqa: F811 (the fixture of tests/test_ui.py)
+) -> None:
+    store, config = project
+    with TestClient(app_for(store, config)) as client:
+        missing = client.post("/traces/ffffffff/runs", data={"kind": "attribute"})
+        assert missing.status_code == 404
+        for bad in ({"rollouts": "0"}, {"budget": "0"}, {"samples": "1"}):
+            refused = client.post(f"/traces/{TRACE}/runs", data={"kind": "attribute", **bad})
+            assert refused.status_code == 400 and "at least" in refused.text, bad
+        assert client.app.state.runs.runs() == []
+    assert "answer" not in SAMES and "judge" in SAMES
+
+
+def test_port_0_says_the_port_it_listens_on(long_store: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "otelcar.cli", "--store", str(long_store), "ui", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found and found.group(1) != "0", line
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                url = f"http://127.0.0.1:{found.group(1)}/traces"
+                assert b"2 traces match" in urllib.request.urlopen(url, timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the console did not answer"
+                time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_context_the_agent_rewrote_folds_only_what_it_shares(tmp_path: Path) -> None:
+    """An agent that drops old turns from its history (a summarising memory): the step's
+    context shares only its first two messages with the previous one, so two are folded and
+    the rest shown; the next step, back to the whole history, shares two with it."""
+    document = long_conversation(5, trace_id="7" * 32)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    chats = [s for s in spans if s["name"].startswith("chat")]
+    attribute = next(a for a in chats[3]["attributes"] if a["key"] == "gen_ai.input.messages")
+    history = json.loads(attribute["value"]["stringValue"])
+    attribute["value"]["stringValue"] = json.dumps(history[:2] + history[4:])  # turn 0 dropped
+    dump = tmp_path / "rewritten.json"
+    dump.write_text(json.dumps(document), encoding="utf-8")
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["--store", str(store), "import", str(dump)]).exit_code == 0
+    with TestClient(app_for(store)) as client:
+        text = client.get(f"/traces/{'7' * 32}").text
+    contexts = re.findall(r"context: (\d+) messages(?:, (\d+) new since <a[^>]*>step (\d+))?", text)
+    assert contexts == [("2", "", ""), ("4", "2", "1"), ("6", "2", "3"), ("6", "4", "5"),
+                        ("10", "8", "7")]  # fmt: skip
