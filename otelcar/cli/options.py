@@ -191,8 +191,9 @@ def chosen_source(ctx: click.Context, configured: Any) -> Any:
 
 
 class TimeParam(click.ParamType):
-    """A point in time as Unix nanoseconds: ISO 8601 (``2026-11-29``, ``2026-11-29T10:00Z``;
-    UTC when no offset is given) or an age (``90s``, ``30m``, ``6h``, ``7d``: that long ago)."""
+    """A point in time as Unix nanoseconds (:func:`otelcar.sources.parse_time`): ISO 8601
+    (``2026-11-29``, ``2026-11-29T10:00Z``; UTC when no offset is given) or an age (``90s``,
+    ``30m``, ``1.5h``, ``7d``, ``2w``: that long ago)."""
 
     name = "TIME"
 

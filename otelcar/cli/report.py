@@ -4,8 +4,6 @@ aggregate`` (the systematic weak step across many failing traces). Registered in
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
 from otelcar.cli.common import write_json
 from otelcar.cli.options import (
+    TimeParam,
     apply_fail_if,
     config_option,
     executor_for,
@@ -23,30 +22,6 @@ from otelcar.cli.options import (
     html_option,
     json_option,
 )
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_since(text: str, *, now: dt.datetime | None = None) -> int:
-    """``--since``: an ISO 8601 date or time (UTC unless it says otherwise) or an age such as
-    ``30m``, ``12h``, ``7d``, ``2w``; returns nanoseconds since the epoch."""
-    now = now or dt.datetime.now(dt.UTC)
-    age = _AGE.match(text)
-    if age:
-        moment = now - dt.timedelta(seconds=float(age.group(1)) * _UNITS[age.group(2)])
-    else:
-        try:
-            moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise click.BadParameter(
-                f"{text!r}: use an ISO 8601 date/time (2026-11-01, 2026-11-01T12:00Z) or an "
-                "age (30m, 12h, 7d, 2w)",
-                param_hint="--since",
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp() * 1e9)
 
 
 @click.command("report")
@@ -127,8 +102,9 @@ def report_command(
 @click.option("--service", help="Only traces of this service.")
 @click.option(
     "--since",
+    type=TimeParam(),
     help="Only traces that started then or later: ISO 8601 (2026-11-01, 2026-11-01T12:00Z) "
-    "or an age (30m, 12h, 7d, 2w).",
+    "or an age (30m, 1.5h, 7d, 2w).",
 )
 @click.option("--limit", type=int, help="Only the newest N of the selected traces.")
 @config_option()
@@ -152,7 +128,7 @@ def aggregate_command(
     ctx: click.Context,
     trace_ids: tuple[str, ...],
     service: str | None,
-    since: str | None,
+    since: int | None,
     limit: int | None,
     config_path: Path | None,
     fail_if: tuple[str, ...],
@@ -201,8 +177,8 @@ def aggregate_command(
         traces = traces.filter(pl.col("trace_id").is_in(wanted))
     if service:
         traces = traces.filter(pl.col("service") == service)
-    if since:
-        traces = traces.filter(pl.col("start_ns") >= parse_since(since))
+    if since is not None:
+        traces = traces.filter(pl.col("start_ns") >= since)
     ids = traces.sort("start_ns", nulls_last=False)["trace_id"].to_list()
     if limit is not None:
         ids = ids[-limit:]
@@ -244,7 +220,12 @@ def aggregate_command(
                 max_rollouts=max_rollouts,
             )
         )
-    result = aggregate(verdicts, confidence=confidence, service=service, since=since)
+    since_text = None
+    if since is not None:  # the instant the age or date named, in the result as ISO 8601
+        from datetime import UTC, datetime
+
+        since_text = datetime.fromtimestamp(since / 1e9, UTC).isoformat(timespec="seconds")
+    result = aggregate(verdicts, confidence=confidence, service=service, since=since_text)
     document = result.to_dict()
     if html_path is not None:
         write_aggregate_html(html_path, document)

@@ -23,6 +23,7 @@ it is consulted, so a plugin adds a scheme exactly as the built-ins do.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -92,28 +93,32 @@ def filter_index(index: Frame, filter: TraceFilter) -> Frame:
     return index if filter.limit is None else index.tail(max(filter.limit, 0))
 
 
-#: Age units of :func:`parse_time`: seconds, minutes, hours, days.
-AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: Age units of :func:`parse_time`: seconds, minutes, hours, days, weeks.
+AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
 
 
 def parse_time(text: str, *, now_ns: int | None = None) -> int:
-    """A point in time for :class:`TraceFilter` as Unix nanoseconds: ISO 8601
+    """A point in time as Unix nanoseconds, in the one grammar every front end takes (the
+    CLI's ``--since``/``--until``, the console's filters, the MCP tools): ISO 8601
     (``2026-11-29``, ``2026-11-29T10:00Z``; UTC when no offset is given) or an age (``90s``,
-    ``30m``, ``6h``, ``7d``: that long before ``now_ns``, default now). Raises
+    ``30m``, ``1.5h``, ``7d``, ``2w``: that long before ``now_ns``, default now). Raises
     :class:`ValueError` for anything else."""
     import time
     from datetime import UTC, datetime, timedelta
 
     text = text.strip()
-    number, unit = text[:-1], text[-1:].lower()
-    if unit in AGE_UNITS and number.isdigit():
+    age = _AGE.fullmatch(text)
+    if age:
         now = time.time_ns() if now_ns is None else now_ns
-        return now - int(number) * AGE_UNITS[unit] * 10**9
+        seconds = float(age.group(1)) * AGE_UNITS[age.group(2).lower()]
+        return now - round(seconds * 10**9)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(
-            f"{text!r}: use ISO 8601 (2026-11-29T10:00:00Z) or an age (30m, 6h, 7d)"
+            f"{text!r}: use ISO 8601 (2026-11-29, 2026-11-29T10:00:00Z) or an age "
+            "(30m, 1.5h, 7d, 2w)"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
