@@ -24,7 +24,7 @@ import polars as pl
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import FunctionOutcome
 from otelcar.policies.base import DecisionRequest
-from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
+from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy, KeywordToolPolicy
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.schema import STEPS_SCHEMA
 from otelcar.testing.genai_spans import message_parts, span
@@ -48,14 +48,18 @@ class Scenario:
     #: Choices whose tool call fails (the tool policy raises): a rollout that makes one is
     #: lost, as when a branch calls a tool the environment cannot serve.
     broken: frozenset[str] = frozenset()
+    #: More arguments of every ``act`` call; when given, ``act`` is a real keyword tool
+    #: function (:class:`~otelcar.policies.python.KeywordToolPolicy`) that must receive them.
+    arguments: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return len(self.recorded)
 
 
-def _action(i: int, value: str) -> Message:
-    return Message("assistant", None, (ToolCall("act", {"i": i, "v": value}, f"call_{i}"),))
+def _action(i: int, value: str, extra: dict[str, Any] | None = None) -> Message:
+    arguments = {"i": i, "v": value, **(extra or {})}
+    return Message("assistant", None, (ToolCall("act", arguments, f"call_{i}"),))
 
 
 def tool_result(arguments: Any) -> str:
@@ -78,7 +82,7 @@ def steps_table(scenario: Scenario) -> pl.DataFrame:
     ]
     t = 10
     for i, value in enumerate(scenario.recorded):
-        action = _action(i, value)
+        action = _action(i, value, scenario.arguments)
         spans.append(
             span(
                 TRACE_ID,
@@ -96,6 +100,7 @@ def steps_table(scenario: Scenario) -> pl.DataFrame:
             )
         )
         result = tool_result({"i": i, "v": value})
+        called = {"i": i, "v": value, **scenario.arguments}
         spans.append(
             span(
                 TRACE_ID,
@@ -105,7 +110,7 @@ def steps_table(scenario: Scenario) -> pl.DataFrame:
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": "act",
                     "gen_ai.tool.call.id": f"call_{i}",
-                    "gen_ai.tool.call.arguments": json.dumps({"i": i, "v": value}),
+                    "gen_ai.tool.call.arguments": json.dumps(called),
                     "gen_ai.tool.call.result": result,
                 },
                 1,
@@ -143,8 +148,8 @@ def _decide(scenario: Scenario) -> Callable[[DecisionRequest], Message]:
         for value, probability in scenario.choices[i]:
             total += probability
             if draw < total:
-                return _action(i, value)
-        return _action(i, scenario.choices[i][-1][0])
+                return _action(i, value, scenario.arguments)
+        return _action(i, scenario.choices[i][-1][0], scenario.arguments)
 
     return decide
 
@@ -168,7 +173,19 @@ def build(scenario: Scenario) -> tuple[pl.DataFrame, PolicyRegistry, FunctionOut
             raise RuntimeError(f"tool act failed on {request.arguments['v']!r}")
         return tool_result(request.arguments)
 
-    registry.register("tool:act", CallableToolPolicy(act, name="act"))
+    if scenario.arguments:
+        expected = set(scenario.arguments)
+
+        def act_keywords(*, i: int, v: str, **named: Any) -> str:
+            if set(named) != expected:
+                raise TypeError(f"act got {sorted(named)}, not {sorted(expected)}")
+            if v in scenario.broken:
+                raise RuntimeError(f"tool act failed on {v!r}")
+            return tool_result({"i": i, "v": v})
+
+        registry.register("tool:act", KeywordToolPolicy(act_keywords, name="act"))
+    else:
+        registry.register("tool:act", CallableToolPolicy(act, name="act"))
     outcome = FunctionOutcome(
         lambda steps: scenario.fails(_choices_made(steps)), name=f"{scenario.name} fails"
     )
@@ -306,3 +323,28 @@ def weak_locked_in(
         lambda c: c[culprit] == "BAD" or c[0] == "Y",
         culprit,
     )
+
+
+#: Argument names otelcar's own call paths use (``call_user(function, role, *, args,
+#: kwargs)``, methods' ``self``, a request's ``seed`` and ``step``): a tool may use them too.
+INTERNAL_NAMES: dict[str, Any] = {
+    "role": "admin",
+    "function": "grant",
+    "args": ["--force"],
+    "kwargs": {"scope": "all"},
+    "self": "me",
+    "seed": 7,
+    "step": 2,
+    "name": "act",
+    "request": "r-1",
+}
+
+
+def internal_names(n: int = 5, culprit: int = 2, p_bad: float = 0.05) -> Scenario:
+    """A single culprit whose tool takes arguments named like otelcar's internals
+    (:data:`INTERNAL_NAMES`), called as keywords by a real tool function (issue 37: a tool
+    argument named ``role`` broke every rollout)."""
+    scenario = single_culprit(n, culprit, p_bad)
+    scenario.name = f"internal-names-{n}-{culprit}"
+    scenario.arguments = dict(INTERNAL_NAMES)
+    return scenario
