@@ -32,6 +32,23 @@ def missing(part: str, hint: str) -> NoReturn:
     pytest.skip(f"{part} is missing: {hint}", allow_module_level=True)
 
 
+#: The project's shared data beside the clone (``../shared/data``): read where it is, never
+#: copied into the project.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: Other projects' trace files, each folder with its ``SOURCE.md``.
+EXTERNAL = SHARED_DATA / "external"
+#: The Who&When failure-attribution benchmark (184 labelled logs).
+WHOWHEN = SHARED_DATA / "whowhen"
+
+
+def need_data(path: Path) -> Path:
+    """``path`` under ``../shared/data``, or :func:`missing` (skipped outside CI, failed
+    under ``CI=true``, where the shared data must be beside the clone)."""
+    if not path.exists():
+        missing(f"{path} (the project's shared data)", "../shared/data beside the clone")
+    return path
+
+
 def need_module(name: str, hint: str) -> ModuleType:
     """``import name``, or :func:`missing` when it cannot be imported."""
     try:

@@ -11,15 +11,13 @@ from typing import Any
 import pytest
 
 from otelcar import Store, import_files
-
-EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
+from tests.parts import EXTERNAL, need_data
 
 
 def _steps(tmp_path: Path, *names: str) -> list[dict[str, Any]]:
     paths = [EXTERNAL / name for name in names]
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        pytest.skip(f"{missing[0]} not found (../shared/data/external beside the clone)")
+    for path in paths:
+        need_data(path)
     store = Store(tmp_path / "store")
     report = import_files(paths, store=store)
     assert not report.unparsed, report.unparsed
@@ -246,8 +244,7 @@ def test_langfuse_older_model_parameters_key(tmp_path: Path):
 def test_every_external_file_maps_without_silent_loss(tmp_path: Path):
     # Every file imports (nothing kept unparsed but what SOURCE.md says is no trace file),
     # and no step carries content that no mapper read or a dialect no mapper knows.
-    if not EXTERNAL.exists():
-        pytest.skip(f"{EXTERNAL} not found (../shared/data/external beside the clone)")
+    need_data(EXTERNAL)
     files = sorted(
         p for p in EXTERNAL.glob("*/*") if p.suffix in (".json", ".jsonl") and p.is_file()
     )

@@ -71,11 +71,9 @@ from otelcar.store.derived import STEPS_PART_SCHEMA
 from otelcar.store.tables import log_row, span_row
 from otelcar.trajectory import build_traces
 from tests.conftest import NEW_CONTENT, OTLP
+from tests.parts import EXTERNAL, WHOWHEN, need_data
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-EXTERNAL = SHARED / "external"
-WHOWHEN = SHARED / "whowhen"
 FIXTURES = ROOT / "fixtures"
 
 #: Inputs tried per target (read by ``benchmarks/hostile_inputs.py``).
@@ -725,8 +723,8 @@ def whowhen_seeds() -> list[Any]:
 
 
 def need(path: Path, what: str) -> None:
-    if not path.exists():
-        pytest.skip(f"{what} not found at {path} (../shared/data beside the clone)")
+    del what  # the path says it
+    need_data(path)
 
 
 # ------------------------------------------------------------------------------------------

@@ -105,11 +105,9 @@ def test_read_langfuse_reads_every_langfuse_export() -> None:
 
 
 def test_read_whowhen_reads_the_benchmark_logs() -> None:
-    from tests.test_whowhen import DATA
+    from tests.parts import WHOWHEN, need_data
 
-    first = DATA / "hand-crafted" / "1.json"
-    if not first.exists():
-        pytest.skip(f"the Who&When data is not at {DATA} (../shared/data/whowhen)")
+    first = need_data(WHOWHEN / "hand-crafted" / "1.json")
     steps = otelcar.read_whowhen(first)
     assert steps.height > 0
     with pytest.raises(FormatError, match="read_whowhen"):

@@ -293,11 +293,9 @@ def test_static_policy_counts_and_outcome_rates():
 
 
 def test_multi_agent_conversation_replays_and_carries_a_new_message_to_other_agents():
-    from tests.test_whowhen import DATA
+    from tests.parts import WHOWHEN, need_data
 
-    if not DATA.exists():
-        pytest.skip(f"Who&When logs not found at {DATA}")
-    steps = read_whowhen([DATA / "hand-crafted" / "1.json"])
+    steps = read_whowhen([need_data(WHOWHEN / "hand-crafted" / "1.json")])
     run = load_run(steps["trace_id"][0], steps)
     report = check_fidelity(run)
     assert report.reproducible and report.propagates

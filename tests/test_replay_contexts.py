@@ -33,9 +33,9 @@ from otelcar.replay.harness import replay
 from otelcar.replay.recorded import ContextLink, RecordedRun
 from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout_steps
 from otelcar.sync import run_sync
+from tests.parts import EXTERNAL, need_data
 
 FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
 CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
 
 
@@ -134,8 +134,7 @@ def test_incremental_contexts_equal_contexts_from_scratch(name: str, tmp_path: P
 
 
 def test_incremental_contexts_on_third_party_traces(tmp_path: Path) -> None:
-    if not EXTERNAL.is_dir():
-        pytest.skip(f"{EXTERNAL} not found (../shared/data/external beside the clone)")
+    need_data(EXTERNAL)
     runs = _runs(EXTERNAL, tmp_path)
     assert runs, "no third-party trace with two decisions"
     rng = random.Random(7)
@@ -224,8 +223,7 @@ def test_a_function_outcome_still_gets_the_steps_table() -> None:
 def test_load_run_reads_each_message_as_the_table_holds_it(folder: Path, tmp_path: Path) -> None:
     """``load_run`` shares one object per distinct message (histories repeat theirs): every
     context and action must still equal the row read on its own, shared or not."""
-    if not folder.is_dir():
-        pytest.skip(f"{folder} not found (../shared/data/external beside the clone)")
+    need_data(folder)
     store = Store(tmp_path / "store")
     files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
     import_files([p for p in files if p.suffix not in (".py", ".txt")], store=store)

@@ -23,7 +23,8 @@ from otelcar.replay.harness import replay
 from otelcar.replay.held import HeldWalk, held_walk
 from otelcar.replay.recorded import RecordedRun
 from otelcar.sync import run_sync
-from tests.test_replay_contexts import CASES, EXTERNAL, FRAMEWORKS, _env, _plans, _runs
+from tests.parts import EXTERNAL, need_data
+from tests.test_replay_contexts import CASES, FRAMEWORKS, _env, _plans, _runs
 
 
 class _NoWalk:
@@ -73,8 +74,7 @@ def test_held_walk_changes_no_rollout_of_a_framework_fixture(
 def test_held_walk_changes_no_rollout_of_a_third_party_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not EXTERNAL.is_dir():
-        pytest.skip(f"{EXTERNAL} not found (../shared/data/external beside the clone)")
+    need_data(EXTERNAL)
     runs = _runs(EXTERNAL, tmp_path)
     assert runs, "no third-party trace with two decisions"
     rng = random.Random(11)

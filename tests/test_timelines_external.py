@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from otelcar.cli import cli
 from otelcar.replay import load_run
 from otelcar.store import Store
-from tests.test_replay_contexts import EXTERNAL, trace_files
+from tests.parts import EXTERNAL, need_data
+from tests.test_replay_contexts import trace_files
 from tests.test_timelines import _validator
 
 ROLLOUTS = 3
@@ -60,8 +61,7 @@ seed = 3
 
 @pytest.fixture(scope="module")
 def external(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    if not EXTERNAL.is_dir():
-        pytest.skip(f"{EXTERNAL} not found (../shared/data/external beside the clone)")
+    need_data(EXTERNAL)
     tmp = tmp_path_factory.mktemp("external-timelines")
     (tmp / "ext_policy.py").write_text(POLICY)
     (tmp / "otelcar.toml").write_text(CONFIG)

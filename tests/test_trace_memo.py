@@ -33,10 +33,10 @@ from otelcar.ingest.jsontext import loads_value
 from otelcar.store.derived import TABLES
 from otelcar.store.tables import frame_of
 from otelcar.trajectory import build_trace
+from tests.parts import EXTERNAL, need_data
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
-EXTERNAL = ROOT.parent / "shared" / "data" / "external"
 
 
 def _trace_files(folder: Path) -> list[Path]:
@@ -75,8 +75,7 @@ def test_fixtures_build_the_same_steps_with_and_without_the_memo(
 def test_third_party_traces_build_the_same_steps_with_and_without_the_memo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not EXTERNAL.is_dir():
-        pytest.skip(f"{EXTERNAL} not found (../shared/data/external beside the clone)")
+    need_data(EXTERNAL)
     _assert_same_with_and_without_memo(_trace_files(EXTERNAL), tmp_path, monkeypatch)
 
 
@@ -224,8 +223,7 @@ def _rows_of(files: list[Path], root: Path) -> list[dict]:
 def test_steps_frame_from_shared_items_equals_the_row_by_row_frame(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not folder.is_dir():
-        pytest.skip(f"{folder} not found (../shared/data/external beside the clone)")
+    need_data(folder)
     rows = _rows_of(_trace_files(folder), tmp_path / "store")
     # Mixed on purpose: no list, an empty one, and lists of unshared copies.
     rows[0]["input_messages"], rows[1]["input_messages"] = None, []

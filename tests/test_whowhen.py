@@ -21,8 +21,9 @@ from otelcar.ingest.exports.whowhen import decode, detect, trace_key
 from otelcar.ingest.files import read_records
 from otelcar.ingest.formats import derived_id
 from tests.conftest import OTLP
+from tests.parts import WHOWHEN, need_data
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "whowhen"
+DATA = WHOWHEN
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SUBSETS = ("hand-crafted", "algorithm-generated")
 
@@ -191,8 +192,7 @@ def test_labels_need_one_whowhen_trace(tmp_path: Path):
 # -- the 184 real logs ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def dataset() -> Path:
-    if not (DATA / SUBSETS[0]).is_dir():
-        pytest.skip(f"Who&When logs not found at {DATA} (../shared/data/whowhen beside the clone)")
+    need_data(DATA / SUBSETS[0])
     return DATA
 
 
