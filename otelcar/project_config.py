@@ -61,6 +61,7 @@ from otelcar.executors import EXECUTORS, Executor, executor_names, executor_scop
 from otelcar.live.agent import AgentCommand
 from otelcar.outcome import BUILTIN_OUTCOMES, Outcome, outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.pricing import prices_from_config
 from otelcar.replay.requests import STRUCTURES, AgentDeclaration
 from otelcar.sources import DEFAULT_LOGS_TABLE, DEFAULT_TABLE, SourceSettings
 
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
     from otelcar.store.live_requests import LiveRequestStore
 
 DEFAULT_CONFIG = "otelcar.toml"
-TOP_LEVEL = {"policies", "outcome", "replay", "source", "agent"}
+TOP_LEVEL = {"policies", "outcome", "replay", "source", "agent", "prices"}
 REPLAY_KEYS = {
     "seed": int,
     "rollouts": int,
@@ -142,6 +143,9 @@ class ProjectConfig:
     #: command read them (:mod:`otelcar.store.live_requests`, ``<store>/live_requests``); set
     #: by the front end that knows the store (``None``: neither kept nor read)
     live_requests: LiveRequestStore | None = None
+    #: ``[prices]``: ``model → (input, output)`` dollars per million tokens, over the built-in
+    #: table (:mod:`otelcar.pricing`)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def parse_config(
@@ -157,6 +161,7 @@ def parse_config(
     if base_dir is not None and str(base_dir) not in sys.path:
         sys.path.insert(0, str(base_dir))  # module:function paths relative to the config
     try:
+        prices = prices_from_config(data.get("prices"))
         registry = PolicyRegistry.from_config(data.get("policies", {}))
         outcome = outcome_from_config(data["outcome"], registry) if "outcome" in data else None
     except OtelcarError as exc:
@@ -194,7 +199,9 @@ def parse_config(
     if command is not None and command.cwd is not None and not command.cwd.is_absolute():
         base = base_dir or Path.cwd()  # relative to the config's folder, like module paths
         command = replace(command, cwd=base / command.cwd)
-    return ProjectConfig(registry, outcome, ReplaySettings(**replay), path, source, agent, command)
+    return ProjectConfig(
+        registry, outcome, ReplaySettings(**replay), path, source, agent, command, prices=prices
+    )
 
 
 def parse_source(table: Any, path: Path | None = None) -> SourceSettings | None:
@@ -240,6 +247,17 @@ def load_judging_config(path: str | Path | None = None) -> ProjectConfig | None:
     if data is None or path is None or "outcome" not in data:
         return None
     return parse_config(data, base_dir=path.resolve().parent, path=path)
+
+
+def load_prices(path: str | Path | None = None) -> dict[str, tuple[float, float]]:
+    """``[prices]`` of the config at ``path`` (default ``./otelcar.toml`` when present), with
+    no policy or outcome built: what the console prices traces with (:mod:`otelcar.pricing`).
+    Raises :class:`ConfigError` for a bad entry."""
+    data, path = _read_toml(path)
+    try:
+        return prices_from_config((data or {}).get("prices"))
+    except OtelcarError as exc:
+        raise ConfigError(f"{path or 'config'}: {exc}") from None
 
 
 def load_config(path: str | Path | None = None) -> ProjectConfig:
@@ -438,6 +456,20 @@ def config_schema_document() -> dict[str, Any]:
                     "database": {
                         "type": "string",
                         "description": "overrides the URL's database (default: default)",
+                    },
+                },
+            },
+            "prices": {
+                "type": "object",
+                "description": "model → dollars per million tokens, over the built-in table "
+                "(otelcar.pricing); a key prices every model it begins",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["input", "output"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "input": {"type": "number", "minimum": 0},
+                        "output": {"type": "number", "minimum": 0},
                     },
                 },
             },

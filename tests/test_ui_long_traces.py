@@ -171,3 +171,72 @@ def test_a_context_the_agent_rewrote_folds_only_what_it_shares(tmp_path: Path) -
     contexts = re.findall(r"context: (\d+) messages(?:, (\d+) new since <a[^>]*>step (\d+))?", text)
     assert contexts == [("2", "", ""), ("4", "2", "1"), ("6", "2", "3"), ("6", "4", "5"),
                         ("10", "8", "7")]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``(store, otelcar.toml)``: two traces of conversation ``conv-1`` (gpt-4o-mini, and a
+    model the config prices), one of ``conv-2`` with a model nobody prices."""
+    root = tmp_path_factory.mktemp("sessions")
+    dumps = []
+    for name, trace, model, conversation, start in (
+        ("a", "a" * 32, "gpt-4o-mini-2024-07-18", "conv-1", 1),
+        ("b", "b" * 32, "acme/house-model-7b", "conv-1", 2),
+        ("c", "c" * 32, "mystery-llm", "conv-2", 3),
+    ):
+        path = root / f"{name}.json"
+        document = long_conversation(
+            3, trace_id=trace, model=model, conversation=conversation,
+            start_ns=start * 10**18,
+        )  # fmt: skip
+        path.write_text(json.dumps(document), encoding="utf-8")
+        dumps.append(str(path))
+    store = root / "store"
+    assert CliRunner().invoke(cli, ["--store", str(store), "import", *dumps]).exit_code == 0
+    config = root / "otelcar.toml"
+    config.write_text('[prices]\n"house-model" = { input = 1.0, output = 2.0 }\n', "utf-8")
+    return store, config
+
+
+def test_the_list_shows_tokens_cost_and_session_of_each_trace(sessions) -> None:
+    store, config = sessions
+    with TestClient(app_for(store, config)) as client:
+        text = client.get("/traces").text
+    rows = re.findall(
+        r'trace-link"><code>(\w)\w*</code>.*?class="num tokens">(\d+)</td>'
+        r'<td class="num cost">(.*?)</td><td class="session">(?:<a href="/sessions/([\w-]+)")?',
+        text,
+        re.S,
+    )
+    by_trace = {r[0]: r[1:] for r in rows}
+    assert set(by_trace) == {"a", "b", "c"}
+    assert by_trace["a"][1].startswith("$0.0") and by_trace["a"][2] == "conv-1"
+    assert by_trace["b"][1].startswith("$0.0") and "unpriced" not in by_trace["b"][1]  # [prices]
+    assert "unpriced" in by_trace["c"][1] and "mystery-llm" in by_trace["c"][1]  # named, not $0
+    assert by_trace["c"][2] == "conv-2" and int(by_trace["c"][0]) > 0
+
+
+def test_a_session_page_lists_its_traces_with_their_totals(sessions) -> None:
+    store, config = sessions
+    with TestClient(app_for(store, config)) as client:
+        page = client.get("/sessions/conv-1")
+        assert page.status_code == 200
+        listed = re.findall(r'trace-link"><code>(\w)', page.text)
+        assert listed == ["a", "b"]  # oldest first
+        assert "2 traces of this conversation" in page.text
+        trace = client.get(f"/traces/{'a' * 32}").text
+        assert 'id="session" href="/sessions/conv-1"' in trace and 'id="cost">$' in trace
+        assert client.get("/sessions/nobody").status_code == 404
+
+
+def test_prices_are_the_longest_key_that_begins_the_model() -> None:
+    from otelcar.pricing import PriceError, price_of, prices_from_config
+
+    assert price_of("gpt-4o-mini-2024-07-18") == (0.15, 0.60)  # never gpt-4o's
+    assert price_of("openai/gpt-4o") == (2.50, 10.00)
+    assert price_of("o1-mini") == (1.10, 4.40) and price_of("mystery") is None
+    mine = prices_from_config({"gpt-4o": {"input": 1, "output": 2}})
+    assert price_of("gpt-4o-2024-08-06", mine) == (1.0, 2.0)
+    for bad in ({"m": {"input": 1}}, {"m": {"input": -1, "output": 1}}, {"m": 3}):
+        with pytest.raises(PriceError):
+            prices_from_config(bad)

@@ -43,9 +43,12 @@ def long_conversation(
     payload: int = 400,
     fail_every: int = 0,
     start_ns: int = 1_700_000_000_000_000_000,
+    model: str = MODEL,
+    conversation: str | None = None,
 ) -> dict[str, Any]:
     """The OTLP/JSON document of one run of ``turns`` chat turns (module docstring); tool
-    results have ``payload`` characters; ``fail_every`` > 0 makes every such tool call fail."""
+    results have ``payload`` characters; ``fail_every`` > 0 makes every such tool call fail;
+    ``conversation``: the ``gen_ai.conversation.id`` its chat spans record (a session)."""
     rng = random.Random(seed)
     spans: list[dict[str, Any]] = []
     step_ns = 1_000_000_000
@@ -94,14 +97,15 @@ def long_conversation(
         output_text = json.dumps([output])
         span(
             number,
-            f"chat {MODEL}",
+            f"chat {model}",
             clock,
             clock + step_ns // 2,
             {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": "openai",
-                "gen_ai.request.model": MODEL,
-                "gen_ai.response.model": MODEL,
+                "gen_ai.request.model": model,
+                "gen_ai.response.model": model,
+                **({"gen_ai.conversation.id": conversation} if conversation else {}),
                 "gen_ai.usage.input_tokens": len(input_text) // 4,
                 "gen_ai.usage.output_tokens": len(output_text) // 4,
                 "gen_ai.input.messages": input_text,

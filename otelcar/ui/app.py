@@ -37,6 +37,8 @@ from starlette.routing import Route
 
 from otelcar import __version__
 from otelcar.errors import OtelcarError, TraceNotFound
+from otelcar.pricing import Cost, cost_of
+from otelcar.project_config import load_prices
 from otelcar.replay import load_run
 from otelcar.replay.divergence import diff_kept
 from otelcar.replay.timelines import (
@@ -48,12 +50,13 @@ from otelcar.replay.timelines import (
 from otelcar.report import render_html
 from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
-from otelcar.sources import TraceSource
+from otelcar.sources import TraceFilter, TraceSource
 from otelcar.sync import run_sync
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
+from otelcar.ui.totals import page_totals, session_traces
 from otelcar.ui.trace_page import step_page, trace_page
-from otelcar.views import own_trace_summary, trace_view
+from otelcar.views import own_trace_summary, trace_view, traces_view
 
 SCRIPT = resources.files("otelcar.ui").joinpath("templates/console.js").read_text("utf-8")
 CSP = (
@@ -151,6 +154,8 @@ def create_app(
                 index = source.traces(query.source_filter())
                 listing = apply_query(index, query)
                 outcomes = run_sync(_page_outcomes(source, listing.rows, config_path))
+                ids = [row["trace_id"] for row in listing.rows]
+                totals = page_totals(source, ids, load_prices(config_path))
         except QueryError as exc:
             return page("error.html", 400, title="bad query", message=str(exc))
         return page(
@@ -160,6 +165,7 @@ def create_app(
             listing=listing,
             where=where,
             outcomes=outcomes,
+            totals=totals,
         )
 
     async def traces(request: Request) -> Response:
@@ -180,11 +186,14 @@ def create_app(
             loaded = source.load(full)
         runs = [r for r in manager.runs() if r.trace_id == full]
         kept = {} if store_root is None else timelines_document(store_root, full)
+        sessions = loaded.steps["conversation_id"].drop_nulls()
         return page(
             "trace.html",
             title=f"trace {full}",
             trace=trace_view(loaded.summary),
             view=trace_page(loaded.steps, number),
+            cost=cost_of(loaded.steps, load_prices(config_path)),
+            session=sessions[0] if sessions.len() else None,
             runs=runs,
             timelines=kept.get("timelines", []),
             timeline_problems=kept.get("problems", []),
@@ -192,6 +201,36 @@ def create_app(
 
     async def trace(request: Request) -> Response:
         return await run_in_threadpool(trace_html, request)
+
+    def session_html(request: Request) -> Response:
+        """The traces of one session (conversation id), oldest first, with their totals."""
+        session = request.path_params["session"]
+        with open_source() as source:
+            ids = session_traces(source, session)
+            if ids is None:
+                raise HTTPException(404, f"sessions need the local store, not {source.where}")
+            if not ids:
+                raise HTTPException(404, f"no trace records the session {session!r}")
+            index = source.traces(TraceFilter(trace_ids=tuple(ids)))
+            rows = traces_view(index.sort("start_ns", nulls_last=True))
+            prices = load_prices(config_path)
+            totals = page_totals(source, ids, prices) or {}
+            outcomes = run_sync(_page_outcomes(source, rows, config_path))
+        total = Cost()
+        for t in totals.values():
+            total.add(t.cost)
+        return page(
+            "session.html",
+            title=f"session {session}",
+            session=session,
+            rows=rows,
+            totals=totals,
+            total=total,
+            outcomes=outcomes,
+        )
+
+    async def session(request: Request) -> Response:
+        return await run_in_threadpool(session_html, request)
 
     def own_trace(request: Request) -> tuple[str, str, int, Any]:
         """``(trace id, timeline, rollout, its own steps)`` of a kept live rollout."""
@@ -339,6 +378,7 @@ def create_app(
             Route("/traces", traces),
             Route("/traces/{trace_id}", trace),
             Route("/traces/{trace_id}/steps/{step:int}", step),
+            Route("/sessions/{session}", session),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
             Route("/traces/{trace_id}/timelines/{name}", timeline_diff),
             Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_trace),
