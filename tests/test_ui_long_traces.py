@@ -240,3 +240,33 @@ def test_prices_are_the_longest_key_that_begins_the_model() -> None:
     for bad in ({"m": {"input": 1}}, {"m": {"input": -1, "output": 1}}, {"m": 3}):
         with pytest.raises(PriceError):
             prices_from_config(bad)
+
+
+def test_the_span_tree_nests_steps_by_their_spans(client: TestClient) -> None:
+    text = client.get(f"/traces/{LONG}").text
+    start = text.index('id="span-tree"')
+    tree = text[start : text.index("</details>", start)]
+    assert tree.count("<li>") == 500  # every step once, on every page
+    root = re.search(r'<li><a href="[^"]*#step-0">0</a> <span class="badge">agent</span>', tree)
+    assert root is not None and tree.count("<ul>") == 1  # the agent's 499 steps under it
+    assert f'href="/traces/{LONG}?page=5#step-499"' in tree
+
+
+def test_spans_that_name_each_other_as_parents_make_no_cycle() -> None:
+    import polars as pl
+
+    from otelcar.ui.trace_page import span_tree
+
+    steps = pl.DataFrame(
+        {
+            "step": [0, 1, 2],
+            "name": ["a", "b", "c"],
+            "kind": ["agent", "llm", "tool"],
+            "status": [None, "ERROR", None],
+            "span_id": ["s0", "s1", "s2"],
+            "parent_span_id": ["s1", "s0", "missing"],  # 0 and 1 name each other
+        }
+    )
+    tree = span_tree(steps)
+    assert [n["step"] for n in tree] == [0, 2]
+    assert [c["step"] for c in tree[0]["children"]] == [1] and tree[0]["children"][0]["error"]

@@ -189,6 +189,31 @@ def bars(steps: pl.DataFrame) -> dict[int, tuple[float, float]]:
     return out
 
 
+def span_tree(steps: pl.DataFrame) -> list[dict[str, Any]]:
+    """The steps nested by their spans (a step's parent is the step whose span is its span's
+    parent): the roots, each ``{"step", "name", "kind", "error", "children"}``, in step
+    order. A step whose parent span is no earlier step's (not recorded, not a step, or —
+    spans that name each other as parents, in a hostile trace — a later one) is a root, so
+    the tree has no cycle."""
+    table = steps.sort("step").select("step", "name", "kind", "status", "span_id", "parent_span_id")
+    nodes: dict[int, dict[str, Any]] = {}
+    by_span: dict[str, int] = {}
+    for step, name, kind, status, span, _parent in table.iter_rows():
+        nodes[step] = {
+            "step": step, "name": name, "kind": kind, "error": is_error(status), "children": []
+        }  # fmt: skip
+        if span is not None:
+            by_span.setdefault(span, step)  # merged spans: the first step holds the span
+    roots = []
+    for step, _name, _kind, _status, _span, parent in table.iter_rows():
+        owner = by_span.get(parent) if parent is not None else None
+        if owner is None or owner >= step:
+            roots.append(nodes[step])
+        else:
+            nodes[owner]["children"].append(nodes[step])
+    return roots
+
+
 def step_view(
     row: dict[str, Any], *, results: dict[str, int], limit: int | None = CLIP_CHARS
 ) -> dict[str, Any]:
@@ -255,6 +280,7 @@ def trace_page(steps: pl.DataFrame, page: int = 1, per_page: int = PAGE_STEPS) -
         "page_of": {step: i // per_page + 1 for i, step in enumerate(numbers)},
         "bars": bars(steps),
         "totals": totals(steps),
+        "tree": span_tree(steps),
     }
 
 
