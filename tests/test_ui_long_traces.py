@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -270,3 +271,51 @@ def test_spans_that_name_each_other_as_parents_make_no_cycle() -> None:
     tree = span_tree(steps)
     assert [n["step"] for n in tree] == [0, 2]
     assert [c["step"] for c in tree[0]["children"]] == [1] and tree[0]["children"][0]["error"]
+
+
+def test_new_traces_are_told_live_while_they_arrive(long_store: Path, tmp_path: Path) -> None:
+    """The list's event stream: a trace imported while a page is open (as ``otelcar collect``
+    writes them) is told as an ``event: traces`` within seconds; a bad count is refused."""
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(long_store, store)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "otelcar.cli", "--store", str(store), "ui", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        port = re.search(r"127\.0\.0\.1:(\d+)", process.stderr.readline())
+        assert port is not None
+        base = f"http://127.0.0.1:{port.group(1)}"
+        page = _get_when_up(base + "/traces")
+        assert 'data-index-count="2"' in page
+        with urllib.request.urlopen(base + "/api/traces/events?count=2", timeout=20) as stream:
+            dump = tmp_path / "new.json"
+            dump.write_text(json.dumps(long_conversation(2, trace_id="8" * 32)), "utf-8")
+            done = CliRunner().invoke(cli, ["--store", str(store), "import", str(dump)])
+            assert done.exit_code == 0, done.output
+            lines = []
+            while not lines or not lines[-1].startswith("data:"):
+                lines.append(stream.readline().decode().strip())
+        assert "event: traces" in lines and json.loads(lines[-1][5:]) == {"count": 3, "new": 1}
+        try:
+            urllib.request.urlopen(base + "/api/traces/events?count=x", timeout=5)
+            raise AssertionError("a bad count was accepted")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 400
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _get_when_up(url: str) -> str:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            assert time.monotonic() < deadline, "the console did not answer"
+            time.sleep(0.2)

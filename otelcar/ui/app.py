@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -32,7 +33,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from otelcar import __version__
@@ -57,6 +64,11 @@ from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces
 from otelcar.ui.trace_page import step_page, trace_page
 from otelcar.views import own_trace_summary, trace_view, traces_view
+
+#: How often the live-updates stream looks at the trace index, and how long it stays silent
+#: before a heartbeat comment.
+EVENTS_POLL_S = 1.0
+HEARTBEAT_S = 15.0
 
 SCRIPT = resources.files("otelcar.ui").joinpath("templates/console.js").read_text("utf-8")
 CSP = (
@@ -151,6 +163,7 @@ def create_app(
             query = TraceQuery.from_params(request.query_params)
             with open_source() as source:
                 where = source.where
+                every = source.traces().height  # what the live-updates stream counts
                 index = source.traces(query.source_filter())
                 listing = apply_query(index, query)
                 outcomes = run_sync(_page_outcomes(source, listing.rows, config_path))
@@ -161,6 +174,7 @@ def create_app(
         return page(
             "traces.html",
             title="traces",
+            index_count=every,
             query=query,
             listing=listing,
             where=where,
@@ -170,6 +184,40 @@ def create_app(
 
     async def traces(request: Request) -> Response:
         return await run_in_threadpool(traces_html, request)
+
+    def trace_count() -> int:
+        with open_source() as source:
+            return int(source.traces().height)
+
+    async def trace_events(request: Request) -> Response:
+        """Server-sent events while traces arrive (``otelcar collect`` writing to the store):
+        an ``event: traces`` with ``{"count", "new"}`` each time the number of traces differs
+        from the last one told (at first from ``?count=``, what the page was drawn with),
+        a comment every :data:`HEARTBEAT_S` so proxies keep the stream; ends when the client
+        goes."""
+        value = request.query_params.get("count", "")
+        if not value.isdigit():
+            raise HTTPException(400, "count: the number of traces the page shows")
+        told, shown = int(value), int(value)
+
+        async def stream() -> Any:
+            nonlocal told
+            quiet = 0.0
+            while not await request.is_disconnected():
+                count = await run_in_threadpool(trace_count)
+                if count != told:
+                    told = count
+                    data = json.dumps({"count": count, "new": count - shown})
+                    yield f"event: traces\ndata: {data}\n\n"
+                    quiet = 0.0
+                elif quiet >= HEARTBEAT_S:
+                    yield ": still here\n\n"
+                    quiet = 0.0
+                await asyncio.sleep(EVENTS_POLL_S)
+                quiet += EVENTS_POLL_S
+
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
     def page_number(request: Request) -> int:
         value = request.query_params.get("page", "1")
@@ -376,6 +424,7 @@ def create_app(
         routes=[
             Route("/", home),
             Route("/traces", traces),
+            Route("/api/traces/events", trace_events),
             Route("/traces/{trace_id}", trace),
             Route("/traces/{trace_id}/steps/{step:int}", step),
             Route("/sessions/{session}", session),
