@@ -69,7 +69,7 @@ from otelcar.replay import RecordedRun, derive_seed, load_run
 from otelcar.testing import scenarios as synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("adaptive", "fixed", "baseline")
+METHODS = ("adaptive", "adaptive-e", "fixed", "baseline")
 DEFAULT_SIZES = (3, 5, 10, 25, 50, 100)
 NOISE: synthetic.Choices = synthetic.NOISE
 Chooser = Callable[[int, list[str]], synthetic.Choices | None]
@@ -86,6 +86,9 @@ class Case:
     downstream, as a real LLM's sampled output would change with its context. Cases without a
     chooser are :func:`otelcar.testing.build` agents, whose draws depend on the seed and the
     position only. ``flaky``: the outcome is an exogenous coin (see :func:`flaky_outcome`).
+    ``can_blame``: a null whose rollouts can disagree, so that a false blame is possible (a
+    null that fails whatever is chosen gives no discordant pair: no test can reject there,
+    and counting it in the false-blame rate would only dilute it).
     """
 
     family: str
@@ -93,6 +96,7 @@ class Case:
     scenario: synthetic.Scenario
     chooser: Chooser | None = None
     flaky: bool = False
+    can_blame: bool = True
 
     @property
     def answer(self) -> int | None:
@@ -272,7 +276,7 @@ def null_half(n: int) -> Case:
 
 
 def _null_locked(n: int) -> Case:
-    return Case("null-locked", n, synthetic.null_case(n))
+    return Case("null-locked", n, synthetic.null_case(n), can_blame=False)
 
 
 FAMILIES: dict[str, tuple[Callable[[int], Case], str]] = {
@@ -312,7 +316,12 @@ FAMILIES: dict[str, tuple[Callable[[int], Case], str]] = {
     "branch-late": (branch_late, "fork at n//4; BAD (p 0.05) later in the taken branch"),
     "branch-fork": (branch_fork, "the fork took the risky branch (p 0.2); BAD there p 0.9"),
     "deterministic": (deterministic, "odd steps deterministic; culprit's BAD used by the next"),
-    "null-locked": (_null_locked, "fails whatever is chosen (locked in)"),
+    "internal-names": (
+        lambda n: Case("internal-names", n, synthetic.internal_names(n, mid(n))),
+        "single-mid; the tool, a keyword function, takes role, function, args, kwargs, self, "
+        "seed, step, name, request",
+    ),
+    "null-locked": (_null_locked, "fails whatever is chosen (locked in; cannot blame)"),
     "null-half": (null_half, "fails with p 0.5 whatever is chosen (flaky outcome)"),
 }
 
@@ -422,7 +431,9 @@ class Task:
 
     def weight(self) -> float:
         """Rough relative cost, to start the longest tasks first."""
-        factor = {"adaptive": 1.0, "fixed": 3.0, "baseline": 1.0 + self.n / 2}[self.method]
+        factor = {"adaptive": 1.0, "adaptive-e": 1.0, "fixed": 3.0, "baseline": 1.0 + self.n / 2}[
+            self.method
+        ]
         return factor * self.n * self.n
 
 
@@ -475,6 +486,8 @@ async def _run_method(task: Task, case: Case, settings: Settings) -> dict[str, A
     options: dict[str, Any] = {"mode": settings.mode, "confidence": settings.confidence}
     if task.method == "fixed":
         options["rollouts"] = settings.fixed_r
+    if task.method == "adaptive-e":
+        options["curve_test"] = "e"  # the curve's steps tested by e-values (Holm on 1/E)
     result = await attribute_async(
         run, registry=registry, outcome=outcome, seed=task.seed, **options
     )
@@ -491,6 +504,7 @@ def run_task(item: tuple[Task, Settings]) -> dict[str, Any]:
         "seed": task.seed,
         "method": task.method,
         "answer": case.answer,
+        "can_blame": case.can_blame,
     }
     wall, cpu = time.perf_counter(), time.process_time()
     try:
@@ -581,6 +595,7 @@ def summarize(records: list[dict[str, Any]], methods: Sequence[str]) -> list[dic
                 "n": n,
                 "method": method,
                 "answer": runs[0]["answer"],
+                "can_blame": runs[0].get("can_blame", True),
                 "runs": len(runs),
                 "exact": sum(r["exact"] for r in runs),
                 "within1": sum(r["within1"] for r in runs),
@@ -606,7 +621,7 @@ def render_table(summary: list[dict[str, Any]], methods: Sequence[str]) -> str:
     by_case: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
     for cell in summary:
         by_case.setdefault((cell["case"], cell["n"]), {})[cell["method"]] = cell
-    short = {"adaptive": "A", "fixed": "F", "baseline": "B"}
+    short = {"adaptive": "A", "adaptive-e": "E", "fixed": "F", "baseline": "B"}
     label = "/".join(short[m] for m in methods)
     header = [
         "case",
@@ -658,9 +673,20 @@ def render_table(summary: list[dict[str, Any]], methods: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def cost_goal(n: int) -> float:
+    """Issue 37's goal for the calls relative to the baseline: 0.35 below 5 decisions, 0.2
+    from 5 on (refutation and policy check included)."""
+    return 0.35 if n < 5 else 0.2
+
+
 def render_targets(summary: list[dict[str, Any]], methods: Sequence[str]) -> list[str]:
     """The three targets, measured: one PASS/FAIL line per method and target."""
-    names = {"adaptive": "otelcar adaptive", "fixed": "otelcar fixed-R", "baseline": "peers"}
+    names = {
+        "adaptive": "otelcar adaptive",
+        "adaptive-e": "otelcar adaptive, e-value curve",
+        "fixed": "otelcar fixed-R",
+        "baseline": "peers",
+    }
     lines = []
     for method in methods:
         cells = [c for c in summary if c["method"] == method and c["answer"] is not None]
@@ -680,7 +706,8 @@ def render_targets(summary: list[dict[str, Any]], methods: Sequence[str]) -> lis
             + (f"; cells below 95%: {detail}" if detail else "")
         )
     for method in methods:
-        cells = [c for c in summary if c["method"] == method and c["answer"] is None]
+        nulls = [c for c in summary if c["method"] == method and c["answer"] is None]
+        cells = [c for c in nulls if c["can_blame"]]  # only nulls that can produce a blame
         if not cells:
             continue
         blamed = sum(c["false_blames"] for c in cells)
@@ -695,6 +722,12 @@ def render_targets(summary: list[dict[str, Any]], methods: Sequence[str]) -> lis
             f"{blamed}/{runs} = "
             f"{100 * blamed / runs:.1f}% (Wilson 95% {100 * interval.low:.1f}–"
             f"{100 * interval.high:.1f}%); {parts}"
+            + (
+                "; not counted (no rollout can disagree there): "
+                + ", ".join(f"{c['case']} n={c['n']}" for c in nulls if not c["can_blame"])
+                if len(cells) < len(nulls)
+                else ""
+            )
         )
     base = {(c["case"], c["n"]): c for c in summary if c["method"] == "baseline"}
     for method in methods:
@@ -713,12 +746,13 @@ def render_targets(summary: list[dict[str, Any]], methods: Sequence[str]) -> lis
         ratios = [(c["calls_mean"] / b["calls_mean"], c) for c, b in pairs]
         worst_ratio, worst = max(ratios, key=lambda x: x[0])
         pooled = sum(c["calls_mean"] for c, _ in pairs) / sum(b["calls_mean"] for _, b in pairs)
-        over = [f"{c['case']} n={c['n']} {r:.3f}" for r, c in ratios if r > 0.25]
+        over = [f"{c['case']} n={c['n']} {r:.3f}" for r, c in ratios if r > cost_goal(c["n"])]
         verdict = "PASS" if not over else "FAIL"
         lines.append(
-            f"target ≤1/4 of the baseline's policy calls: {names[method]}: {verdict} — worst "
+            "target ≤0.35 of the baseline's policy calls at 3 decisions, ≤0.2 at 5 or more "
+            f"(issue 37): {names[method]}: {verdict} — worst "
             f"{worst_ratio:.3f} ({worst['case']} n={worst['n']}), pooled {pooled:.3f} over "
-            f"{len(pairs)} cells" + (f"; above 1/4: {', '.join(over)}" if over else "")
+            f"{len(pairs)} cells" + (f"; above the goal: {', '.join(over)}" if over else "")
         )
     return lines
 
@@ -771,7 +805,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--sizes", default=None, help="trace lengths (default 5,10,25,50,100)")
     parser.add_argument("--cases", default=None, help=f"cases (default all): {', '.join(FAMILIES)}")
-    parser.add_argument("--methods", default=",".join(METHODS), help="adaptive,fixed,baseline")
+    parser.add_argument(
+        "--methods",
+        default="adaptive,fixed,baseline",
+        help="of adaptive, adaptive-e (the curve tested by e-values), fixed, baseline",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
     parser.add_argument("--json", type=Path, default=None, help="write every run's record here")
     parser.add_argument("--fixed-r", type=int, default=60, help="rollouts of otelcar fixed-R")
@@ -872,7 +910,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, otelcar {commit}, "
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {args.jobs} processes, "
-        f"{elapsed:.0f} s. A = otelcar adaptive (mode {args.mode}), F = otelcar fixed "
+        f"{elapsed:.0f} s. A = otelcar adaptive (mode {args.mode}), E = the same with the "
+        "curve tested by e-values, F = otelcar fixed "
         f"R={args.fixed_r}, B = peers baseline R={args.baseline_r} (kept={args.baseline_kept}). "
         "Null rows: 'exact' = no culprit named."
     )

@@ -24,6 +24,7 @@ from otelcar.attribution.stats import (
 )
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
+from otelcar.replay.engine import RolloutsFailed
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT, OTLP
 
@@ -111,11 +112,17 @@ def test_fixed_r_mode_budget_and_reproducibility():
     again = _attribute(scenario, seed=5, rollouts=24)
     strip = lambda d: {k: v for k, v in d.items() if k != "cost"}  # noqa: E731
     assert strip(fixed.to_dict()) == strip(again.to_dict())
-    # Above the floor (8 rollouts × 6 decisions: below it the run is refused, see
-    # tests/test_budget_floor.py) but short of what the adaptive design wants.
-    capped = _attribute(scenario, seed=5, budget=Budget(max_calls=60))
-    assert capped.cost["llm_calls"] <= 60
+    # Above the first look (about 105 calls here) but short of what the adaptive design
+    # wants: the look the budget cut is left out, the estimates are the first look's.
+    capped = _attribute(scenario, seed=5, budget=Budget(max_calls=110))
+    assert capped.cost["llm_calls"] <= 110 and capped.looks == [8]
+    assert capped.stop_reason == "budget"
     assert any("budget" in note for note in capped.notes)
+    # Above the floor (8 rollouts × 6 decisions: below it the run is refused, see
+    # tests/test_budget_floor.py) but cutting the first look, whose pairs are tested (e-values
+    # spend alpha there): the cut pairs could change the verdict, so it stops and says why.
+    with pytest.raises(RolloutsFailed, match=r"budget of 60 policy calls ran out"):
+        _attribute(scenario, seed=5, budget=Budget(max_calls=60))
 
 
 def test_adaptive_spends_less_than_fixed_r_60():
@@ -362,16 +369,17 @@ def test_steps_that_repeat_their_recorded_action_are_bounded_and_cost_little_mor
     recorded[culprit] = "BAD"
     scenario = synthetic.Scenario("deterministic", recorded, choices, lambda c: "BAD" in c, culprit)
     result = _attribute(scenario, seed=6)
-    assert result.culprit.index == culprit and result.looks == [8, 16]
+    # e-values spend no alpha per look: the curve looks every 4 rollouts after the probe
+    assert result.culprit.index == culprit and result.looks == [8, 12]
     for e in result.steps:
         if e.index == culprit:
-            assert not e.repeats_recorded and e.n == 16
+            assert not e.repeats_recorded and e.n == 12
             continue
         assert e.repeats_recorded and e.delta == 0 and e.p_value == 1 and not e.significant
         u = repeat_bound(e.redecisions, result.confidence)
         assert e.differs_bound == pytest.approx(u) and 0 < u < result.culprit.delta_ci.low
         assert (e.delta_ci.low, e.delta_ci.high) == (pytest.approx(-u), pytest.approx(u))
-        assert e.n <= 16  # no further look once the culprit is told apart from them
+        assert e.n <= 12  # no further look once the culprit is told apart from them
     row = next(r for r in result.to_dict()["steps"] if r["index"] == 0)
     assert row["repeats_recorded_action"] and row["delta"] == 0 and "test_alpha" in row
 
@@ -652,7 +660,13 @@ def test_a_judge_outcomes_calls_go_through_the_environment():
     assert result.cost["llm_calls"] == made["agent"] + made["judge"]
     assert result.cost["cache_hits"] > 0  # identical transcripts are judged once
     cap = call_floor(run).calls + 5  # the judge's calls count: they leave the run short
-    capped = attribute(run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=cap))
+    with pytest.raises(RolloutsFailed, match=f"budget of {cap} policy calls ran out"):
+        attribute(run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=cap))
+    # The exact design spends no alpha at the first look: its cut pairs cannot change it.
+    capped = attribute(
+        run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=cap),
+        curve_test="exact",
+    )  # fmt: skip
     assert capped.cost["llm_calls"] <= cap and capped.stop_reason == "budget"
 
 

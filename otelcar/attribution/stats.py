@@ -144,6 +144,13 @@ def look_schedule(first: int, maximum: int) -> list[int]:
     return looks
 
 
+def step_schedule(first: int, maximum: int, every: int) -> list[int]:
+    """Rollout counts at which a design whose test spends no alpha per look (e-values) may
+    look: ``first``, then every ``every`` rollouts, and ``maximum`` (both included)."""
+    looks = list(range(max(1, first), maximum, max(1, every)))
+    return [*looks, maximum]
+
+
 def look_alpha(alpha: float, looks: int) -> float:
     """Per-look significance level that keeps the overall level ``alpha`` whatever look the
     run stops at (Bonferroni alpha spending over a fixed, pre-declared number of looks)."""
@@ -309,6 +316,16 @@ def two_sided_e_value(first: int, second: int) -> float:
     e-values for ``first`` and for ``second`` (:func:`discordant_e_value`); a mean of test
     supermartingales under ``p = 1/2`` is one, so Ville's inequality holds for it too."""
     return (discordant_e_value(first, second) + discordant_e_value(second, first)) / 2
+
+
+def step_p_value(favourable: int, unfavourable: int, test: str = "exact") -> float:
+    """A step's one-sided p-value on its discordant pairs: the exact McNemar test
+    (``test="exact"``, valid at a pre-declared number of pairs) or the anytime-valid
+    :func:`anytime_p_value` (``test="e"``, valid at any number). Whatever recomputes a step's
+    p-value on other counts (lost pairs assigned) uses the step's own ``test``."""
+    if test == "e":
+        return anytime_p_value(favourable, unfavourable)
+    return mcnemar_exact_greater(favourable, unfavourable)
 
 
 def pairs_to_reject(favourable: int, unfavourable: int, alpha: float, most: int = 10_000) -> int:

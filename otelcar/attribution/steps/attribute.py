@@ -20,7 +20,13 @@ Method (DESIGN.md §6; ``docs/attribution.md``):
    open (a culprit separated from every step that can still become significant, or a futility
    stop with no culprit), at the last look, or when the budget is spent. Futility only ever
    stops without a rejection, so it cannot raise the error rate. ``rollouts=R`` gives the
-   fixed-R design (one look, full alpha).
+   fixed-R design (one look, full alpha). By default (``curve_test="e"``) each step is
+   instead tested by the anytime-valid p-value ``1/E`` of its e-value on the discordant pairs
+   (:func:`~otelcar.attribution.stats.anytime_p_value`), Holm at the full alpha, at looks
+   every ``first_look // 2`` rollouts from the probe: by Ville's inequality a true null's
+   p-value is valid whatever look the run stopped at, so no alpha is spent over looks and the
+   run can stop between the doubling looks (measured: the same error and power on 400
+   common-random-number nulls, a quarter fewer calls; ``docs/attribution.md``).
 4. **Verdict.** The culprit is the significant step with the largest Δ, with the steps that
    cannot be told apart from it; the point of no return; "locked-in" when no step matters
    but the failure is (nearly) certain from the start.
@@ -45,6 +51,7 @@ from otelcar.attribution.stats import (
     look_schedule,
     rejection_chance,
     spending_schedule,
+    step_schedule,
 )
 from otelcar.attribution.steps.bisection import bisect
 from otelcar.attribution.steps.curve import (
@@ -194,11 +201,16 @@ async def attribute_async(
     refutation: bool = True,
     refute_rollouts: int = 32,
     policy_check: int = 8,
+    curve_test: str = "e",
 ) -> AttributionResult:
     """Attribute the failure of ``run`` (see the module docstring for the method).
 
     ``refutation``: with a culprit, run its placebo and fresh-seed recheck
     (:mod:`.refute`, ``refute_rollouts`` rollouts per plan, on seeds of their own).
+    ``curve_test``: ``"e"`` (default) tests the adaptive curve's steps by their
+    anytime-valid e-values (:func:`~otelcar.attribution.stats.anytime_p_value`, Holm at the
+    full alpha, looks every ``first_look // 2`` rollouts); ``"exact"``: exact McNemar with
+    alpha spent over the doubling looks (fixed-R and bisection always use it).
     ``policy_check``: with a culprit, re-decide it (and the harmful step when it differs)
     this many times on its recorded context (:func:`.policy_check.check_stage`: on the
     refutation's seeds, so the re-decisions its rollouts made there are reused; 0: none).
@@ -285,6 +297,13 @@ async def attribute_async(
     curve_alpha = alpha / 2 if use_bisect else alpha
     spend = spending_schedule(curve_alpha, looks, run.horizon)
     look_confidence = 1 - max(spend)
+    # The adaptive curve's test (not fixed-R's one look, nor bisection's fallback, which
+    # tests at its half of alpha over the doubling looks): e-values spend no alpha per look,
+    # so it looks every half first look, its intervals at the doubling schedule's level.
+    test = "e" if curve_test == "e" and rollouts is None and not use_bisect else "exact"
+    if test == "e":
+        looks = step_schedule(first_look, max_rollouts, max(1, first_look // 2))
+        spend = [max(spend)] * len(looks)
     confirm = {k: PlanOutcomes() for k in plans}  # bisection's confirmation arm
     read_from = outcomes  # the outcomes the effects were estimated from
     if use_bisect:
@@ -357,6 +376,7 @@ async def attribute_async(
             futility=futility,
             out_of_budget=spent,
             margin=margin,
+            test=test,
         )
         if stop_reason == "budget":
             notes.append(f"stopped by the budget of {env.budget.max_calls} policy calls")
@@ -367,7 +387,11 @@ async def attribute_async(
             )
     assert baseline is not None and effects is not None
     culprit, ties = pick_culprit(effects, read_from, look_confidence)
-    floor = detectable_effect(done_looks or [0], spend[-1] / max(1, run.horizon))
+    floor = detectable_effect(
+        done_looks or [0],
+        (alpha if test == "e" else spend[-1]) / max(1, run.horizon),
+        test,
+    )
     unexplored = [e.step for e in effects if e.repeats_recorded and not bound_closes(e, floor)]
     if culprit is not None:
         verdict = "culprit"
@@ -398,7 +422,7 @@ async def attribute_async(
             lost,
             alpha,
             looks=() if stop_reason == "budget" else looks,  # the budget leaves no look
-            thresholds=[s / max(1, run.horizon) for s in spend],
+            thresholds=[(alpha if test == "e" else s) / max(1, run.horizon) for s in spend],
             futility=futility,
             margin=margin if verdict == "locked-in" else None,
         )
@@ -566,6 +590,7 @@ async def sequential(
     futility: float,
     out_of_budget: Callable[[], bool] = lambda: False,
     margin: float | None = None,
+    test: str = "exact",
 ) -> tuple[Baseline, list[StepEffect], list[int], str]:
     """The adaptive design: sample, estimate and review at each look until the culprit is
     decided, no step is left open, the budget is spent or the last look is done.
@@ -586,7 +611,9 @@ async def sequential(
     """
     confidence = 1 - max(spend)
     hypotheses = len(run.decisions)
-    detectable = detectable_effect(looks, spend[-1] / max(1, hypotheses))
+    # test="e": anytime-valid e-value p-values at the full alpha (curve.estimate)
+    thresholds = [alpha if test == "e" else level for level in spend]
+    detectable = detectable_effect(looks, thresholds[-1] / max(1, hypotheses), test)
     needed = set(outcomes)
     done: list[int] = []
     baseline = effects = None
@@ -594,13 +621,20 @@ async def sequential(
     reason = "last-look"
     for stage, upto in enumerate(looks):
         await sample(upto, needed)
+        if test == "e" and done and out_of_budget():
+            # The budget cut this look short: its rollouts are left out, so the estimates
+            # stay those of the last complete look (a fixed set of rollouts, valid for any
+            # stop) and a rollout the budget cut is not counted as a lost pair.
+            _drop_from(outcomes, done[-1])
+            reason = "budget"
+            break
         done.append(upto)
         baseline, effects = estimate(
-            run, outcomes, alpha=alpha, looks=looks, spend=spend, confidence=confidence
+            run, outcomes, alpha=alpha, looks=looks, spend=spend, confidence=confidence, test=test
         )
         culprit, _ = pick_culprit(effects, outcomes, confidence)
         last = stage == len(looks) - 1
-        future = [(looks[t], spend[t] / hypotheses) for t in range(stage + 1, len(looks))]
+        future = [(looks[t], thresholds[t] / hypotheses) for t in range(stage + 1, len(looks))]
         futile = set()
         contenders = []
         for e in effects:
@@ -614,7 +648,8 @@ async def sequential(
                 if not bound_closes(e, detectable):
                     contenders.append(e)
                 continue
-            if not last and rejection_chance(e.only_now, e.only_before, e.pairs, future) < futility:
+            chance = rejection_chance(e.only_now, e.only_before, e.pairs, future, test)
+            if not last and chance < futility:
                 futile.add(e.index)
             else:
                 contenders.append(e)
@@ -640,6 +675,14 @@ async def sequential(
     if futile and reason in ("futility", "separated"):
         effects = [replace(e, futile=e.index in futile) for e in effects]
     return baseline, effects, done, reason
+
+
+def _drop_from(outcomes: dict[int, PlanOutcomes], upto: int) -> None:
+    """Forget every plan's rollouts from index ``upto`` on."""
+    for plan in outcomes.values():
+        for results in (plan.failures, plan.repeated_first):
+            for r in [r for r in results if r >= upto]:
+                del results[r]
 
 
 def _spent(env: Environment, before: dict[str, int]) -> dict[str, int]:

@@ -29,12 +29,12 @@ from otelcar.attribution.experiment.contrast import Pairs, paired
 from otelcar.attribution.experiment.rollouts import PlanOutcomes
 from otelcar.attribution.stats import (
     Interval,
-    anytime_p_value,
     contrast_interval,
     holm,
     pairs_to_reject,
     repeat_bound,
     stage_of,
+    step_p_value,
     wilson,
 )
 from otelcar.replay.plan import Plan
@@ -75,6 +75,7 @@ class StepEffect:
     futile: bool = False  # sampling stopped: too little chance left to become significant
     redecisions: int = 0  # re-decisions of this step seen (the first re-decided of P_{k-1})
     differs_bound: float | None = None  # with repeats_recorded: u, the bound on P(differs)
+    test: str = "exact"  # how p_value was computed (stats.step_p_value): exact McNemar or e
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -182,9 +183,7 @@ def estimate(
         repeated = [v for r, v in before.repeated_first.items() if r < upto]
         repeats = bool(repeated) and all(repeated)
         bound = repeat_bound(len(repeated), confidence) if repeats else None
-        p_value = 1.0 if repeats else effect.p_greater
-        if test == "e" and not repeats:
-            p_value = anytime_p_value(pairs.only_b, pairs.only_a)
+        p_value = 1.0 if repeats else step_p_value(pairs.only_b, pairs.only_a, test)
         effects.append(
             StepEffect(
                 index=k,
@@ -205,6 +204,7 @@ def estimate(
                 test_alpha=level,
                 redecisions=len(repeated),
                 differs_bound=bound,
+                test=test,
             )
         )
         scaled.append(min(1.0, p_value * alpha / level) if level > 0 else 1.0)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from otelcar.attribution.experiment.rollouts import PlanOutcomes
-from otelcar.attribution.stats import holm, mcnemar_exact_greater, rejection_chance, stage_of
+from otelcar.attribution.stats import holm, rejection_chance, stage_of, step_p_value
 from otelcar.attribution.steps.curve import StepEffect, pick_culprit
 from otelcar.attribution.steps.equivalence import upper_bound
 
@@ -67,7 +67,7 @@ def with_lost(effect: StepEffect, lost: int, *, favourable: bool) -> StepEffect:
         only_now=only_now,
         only_before=only_before,
         delta=(only_now - only_before) / pairs,
-        p_value=mcnemar_exact_greater(only_now, only_before),
+        p_value=step_p_value(only_now, only_before, effect.test),  # the step's own test
         repeats_recorded=False,
     )
 
@@ -124,7 +124,7 @@ def losses_could_change(
         future = [(u, t) for u, t in zip(looks, thresholds, strict=False) if u > e.pairs]
         if not future or futility <= 0:
             return None
-        chance = rejection_chance(e.only_now, e.only_before, e.pairs, future)
+        chance = rejection_chance(e.only_now, e.only_before, e.pairs, future, e.test)
         return chance if chance >= futility else None
 
     if culprit is not None:
