@@ -139,7 +139,7 @@ async def _browse(session: ClientSession) -> None:
     assert shown["trace"]["trace_id"] == NEW_CONTENT and shown["next_cursor"] is None
     step = shown["steps"][-1]["step"]
     one = await _call(session, "show_step", trace_id=NEW_CONTENT, step=step)
-    assert {**one["step"], "input_messages_shared": None} == shown["steps"][-1]
+    assert {**one["step"], "input_messages_omitted": None} == shown["steps"][-1]
     assert one["next_cursor"] is None
 
     missing = await session.call_tool("show_trace", {"trace_id": "ffffffff"})

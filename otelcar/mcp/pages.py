@@ -6,14 +6,17 @@ A page holds steps in order from a step number on, at most ``limit`` of them and
 it whole (:func:`otelcar.mcp.bounded.clip_text`). With ``context="new"`` an LLM step's input
 messages are only those its previous LLM step's input did not already start with (an
 instrumented agent records the whole conversation on every chat span, so a 250-turn run
-would otherwise repeat it 250 times); ``input_messages_shared`` says how many were left out
-and which step has them. Only the rows of the page (and of the LLM steps before them) are
-turned into JSON, so a page costs what it shows, not what the trace holds.
+would otherwise repeat it 250 times); ``input_messages_omitted`` says how many were left out
+and which step's input opens with them. A step too big for a page alone has its texts
+clipped, then its first input messages left out (counted there too). Only the rows of the
+page (and of the LLM steps before them) are turned into JSON, one at a time, so a page costs
+what it shows, not what the trace holds.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import polars as pl
@@ -52,32 +55,55 @@ def _shared_prefix(before: list[Any] | None, now: list[Any] | None) -> int:
     return count
 
 
-def _step_views(steps: pl.DataFrame, page: pl.DataFrame, context: Context) -> list[dict]:
-    """The page's rows as step views; with ``context="new"`` each LLM step without the
-    input messages its previous LLM step (in the whole trace) began with."""
+def _step_views(
+    steps: pl.DataFrame, page: pl.DataFrame, context: Context
+) -> Iterator[dict[str, Any]]:
+    """The page's rows as step views, one at a time (a page stops at the byte cap long
+    before its last row); with ``context="new"`` each LLM step without the input messages
+    its previous LLM step (in the whole trace) began with."""
+    rows = (page.row(i, named=True) for i in range(page.height))  # iter_rows buffers 512
     if context == "all":
-        return [{**step_view(r), "input_messages_shared": None} for r in page.iter_rows(named=True)]
+        for row in rows:
+            yield {**step_view(row), "input_messages_omitted": None}
+        return
     numbers = steps["step"].to_list()
     llm = [n for n, k in zip(numbers, steps["kind"].to_list(), strict=True) if k == "llm"]
     previous: dict[int, int] = {b: a for a, b in itertools.pairwise(llm)}
-    wanted = set(page["step"].to_list())
-    needed = wanted | {previous[n] for n in wanted if n in previous}
-    inputs = dict(
-        steps.filter(pl.col("step").is_in(list(needed)))
-        .select("step", "input_messages")
-        .iter_rows()
-    )
-    views = []
-    for row in page.iter_rows(named=True):
+    for row in rows:
         number = row["step"]
         before = previous.get(number)
-        shared = 0 if before is None else _shared_prefix(inputs.get(before), inputs.get(number))
+        shared = 0
+        if before is not None and row["input_messages"]:
+            earlier = steps.filter(pl.col("step") == before)["input_messages"].to_list()[0]
+            shared = _shared_prefix(earlier, row["input_messages"])
         if shared:
             row = {**row, "input_messages": row["input_messages"][shared:]}
         view = step_view(row)
-        view["input_messages_shared"] = {"with_step": before, "count": shared} if shared else None
-        views.append(view)
-    return views
+        view["input_messages_omitted"] = (
+            {"count": shared, "same_as_step": before} if shared else None
+        )
+        yield view
+
+
+def _fit_step(view: dict[str, Any], room: int, counter: list[int]) -> dict[str, Any]:
+    """A step alone too big for ``room`` bytes: its texts clipped (down to 256 chars), then
+    its first input messages left out (``input_messages_omitted`` counts them; show_step
+    lists them), then its texts clipped harder."""
+    where = _where(view["step"])
+    clipped = clip_to_fit(view, room, where, counter)
+    messages = clipped.get("input_messages") or []
+    if size(clipped) <= room or not messages:
+        return clipped
+    rest = size({**clipped, "input_messages": []})
+    keep = fit_items(messages[::-1], max(room - rest, 0), at_least_one=False)
+    omitted = view.get("input_messages_omitted") or {"count": 0, "same_as_step": None}
+    dropped = len(messages) - keep
+    cut = {
+        **clipped,
+        "input_messages": messages[dropped:],
+        "input_messages_omitted": {**omitted, "count": omitted["count"] + dropped},
+    }
+    return clip_to_fit(cut, room, where, counter)
 
 
 def steps_page(
@@ -113,20 +139,24 @@ def steps_page(
         chosen = chosen.filter(pl.col("step") <= last)
     rows = chosen.head(limit)
     clips = [0]
-    views = [
-        clip_strings(view, clip, _where(view["step"]), counter=clips)
-        for view in _step_views(steps, rows, context)
-    ]
     head: dict[str, Any] = {"trace": trace_view(loaded.summary)} if with_summary else {}
     room = budget - size(head) - PAGE_FIELDS_BYTES
-    kept = fit_items(views, room)
-    if kept == 1 and size(views[0]) > room:
-        views[0] = clip_to_fit(views[0], room, _where(views[0]["step"]), counter=clips)
-    shown = views[:kept]
+    shown: list[dict[str, Any]] = []
+    used, full = 2, False
+    for view in _step_views(steps, rows, context):
+        view = clip_strings(view, clip, _where(view["step"]), counter=clips)
+        if not shown and size(view) > room:
+            view = _fit_step(view, room, clips)
+        used += size(view) + 1
+        if shown and used > room:
+            full = True
+            break
+        shown.append(view)
+    kept = len(shown)
     left = chosen.height - kept
     stopped = None
     if left:
-        stopped = "byte cap" if kept < len(views) else "limit"
+        stopped = "byte cap" if full else "limit"
     next_cursor = None
     if left:
         state = {

@@ -164,17 +164,20 @@ def _paged(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _steps_page(show: dict[str, Any], *, with_summary: bool) -> dict[str, Any]:
     """A page of steps: the trace summary (``show_trace`` only), the steps of
-    ``show.schema.json`` with ``input_messages_shared``, the page and the cursor."""
+    ``show.schema.json`` with ``input_messages_omitted``, the page and the cursor."""
     item = show["properties"]["steps"]["items"]
     step = {
         **item,
         "properties": {
             **item["properties"],
-            "input_messages_shared": {
+            "input_messages_omitted": {
                 "type": ["object", "null"],
-                "description": "input messages left out: the first `count` of step "
-                "`with_step`'s input (show_step has them all)",
-                "properties": {"with_step": {"type": "integer"}, "count": {"type": "integer"}},
+                "description": "the first `count` input messages are not listed (they open "
+                "step `same_as_step`'s input too, when not null); show_step lists them all",
+                "properties": {
+                    "count": {"type": "integer"},
+                    "same_as_step": {"type": ["integer", "null"]},
+                },
             },
         },
     }
@@ -369,7 +372,7 @@ ContextMode = Annotated[
     Literal["new", "all"],
     Field(
         description="'new': an LLM step lists only the input messages its previous LLM "
-        "step's input lacked (input_messages_shared says how many are left out); 'all': each "
+        "step's input lacked (input_messages_omitted says how many are left out); 'all': each "
         "step's whole context."
     ),
 ]

@@ -20,7 +20,7 @@ def _traces(document: dict[str, Any]) -> str:
     if not traces:
         return "no trace matches"
     ids = ", ".join(t["trace_id"][:12] for t in traces[-5:])
-    return f"{len(traces)} traces (oldest first; the newest: {ids})"
+    return f"{len(traces)} trace(s) (oldest first; the newest: {ids})"
 
 
 def _search(document: dict[str, Any]) -> str:
@@ -28,7 +28,7 @@ def _search(document: dict[str, Any]) -> str:
     if not traces:
         return f"no trace mentions {document['query']!r}"
     ids = ", ".join(f"{t['trace_id'][:12]} ({len(t['matched_steps'])} steps)" for t in traces[:5])
-    return f"{len(traces)} traces mention {document['query']!r}, newest first: {ids}"
+    return f"{len(traces)} trace(s) mention {document['query']!r}, newest first: {ids}"
 
 
 def _page(document: dict[str, Any]) -> str:
