@@ -24,7 +24,6 @@ from otelcar.attribution.stats import (
 )
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
-from otelcar.replay.engine import RolloutsFailed
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT, OTLP
 
@@ -119,10 +118,11 @@ def test_fixed_r_mode_budget_and_reproducibility():
     assert capped.stop_reason == "budget"
     assert any("budget" in note for note in capped.notes)
     # Above the floor (8 rollouts × 6 decisions: below it the run is refused, see
-    # tests/test_budget_floor.py) but cutting the first look, whose pairs are tested (e-values
-    # spend alpha there): the cut pairs could change the verdict, so it stops and says why.
-    with pytest.raises(RolloutsFailed, match=r"budget of 60 policy calls ran out"):
-        _attribute(scenario, seed=5, budget=Budget(max_calls=60))
+    # tests/test_budget_floor.py) but cutting the first look: it is measured, not tested
+    # (as the exact design's probe), so the pairs the budget cut cannot change a verdict.
+    cut = _attribute(scenario, seed=5, budget=Budget(max_calls=60))
+    assert cut.cost["llm_calls"] <= 60 and cut.culprit is None
+    assert any("budget" in note for note in cut.notes)
 
 
 def test_adaptive_spends_less_than_fixed_r_60():
@@ -660,13 +660,7 @@ def test_a_judge_outcomes_calls_go_through_the_environment():
     assert result.cost["llm_calls"] == made["agent"] + made["judge"]
     assert result.cost["cache_hits"] > 0  # identical transcripts are judged once
     cap = call_floor(run).calls + 5  # the judge's calls count: they leave the run short
-    with pytest.raises(RolloutsFailed, match=f"budget of {cap} policy calls ran out"):
-        attribute(run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=cap))
-    # The exact design spends no alpha at the first look: its cut pairs cannot change it.
-    capped = attribute(
-        run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=cap),
-        curve_test="exact",
-    )  # fmt: skip
+    capped = attribute(run, registry=counted, outcome=judge, seed=1, budget=Budget(max_calls=cap))
     assert capped.cost["llm_calls"] <= cap and capped.stop_reason == "budget"
 
 

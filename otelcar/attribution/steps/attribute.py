@@ -621,7 +621,8 @@ async def sequential(
     reason = "last-look"
     for stage, upto in enumerate(looks):
         await sample(upto, needed)
-        if test == "e" and done and out_of_budget():
+        cut = test == "e" and out_of_budget()
+        if cut and done:
             # The budget cut this look short: its rollouts are left out, so the estimates
             # stay those of the last complete look (a fixed set of rollouts, valid for any
             # stop) and a rollout the budget cut is not counted as a lost pair.
@@ -632,6 +633,10 @@ async def sequential(
         baseline, effects = estimate(
             run, outcomes, alpha=alpha, looks=looks, spend=spend, confidence=confidence, test=test
         )
+        if cut:  # the first look, cut short: measured, not tested (as the exact design's probe)
+            effects = [
+                replace(e, p_adjusted=1.0, significant=False, test_alpha=0.0) for e in effects
+            ]
         culprit, _ = pick_culprit(effects, outcomes, confidence)
         last = stage == len(looks) - 1
         future = [(looks[t], thresholds[t] / hypotheses) for t in range(stage + 1, len(looks))]
