@@ -119,3 +119,85 @@ def test_partial_nulls_blame_no_innocent_step_beyond_alpha():
     innocent = sum(bool(s - {2}) for s in found)
     assert innocent <= BOUND, (innocent, BOUND)
     assert sum(2 in s for s in found) > RUNS / 2  # the design has the power to find it
+
+
+def _coin_null(n: int = 3):
+    """A scripted agent of ``n`` decisions (choices ok/ok2/ok3) and a grader that fails with
+    p 0.5 whatever was done: a coin per rollout keyed by its seeds and its actions (the
+    recorded run failed). Plans that re-decide differently get independent coins, so
+    discordant pairs occur and a blame is possible."""
+    from otelcar.outcome import FunctionOutcome
+    from otelcar.replay import load_run
+    from otelcar.testing import scenarios as synthetic
+
+    scenario = synthetic.null_case(n)
+    scenario.choices = [CHOICES] * n
+    steps, registry, _ = synthetic.build(scenario)
+
+    def fails(table) -> bool:
+        if "rollout" not in table.columns:
+            return True  # the recorded run, and the fidelity check's replay of it
+        seeds = table.filter(table["kind"] == "llm")["seed"].to_list()
+        return _coin(0, int(table["rollout"][0]), (str(seeds), *synthetic._choices_made(table)))
+
+    return load_run(synthetic.TRACE_ID, steps), registry, FunctionOutcome(fails, "coin")
+
+
+def _null_step(run, index: int):
+    """A step of ``run`` as a culprit to recheck (its estimates are not read)."""
+    from otelcar.attribution.stats import Interval
+    from otelcar.attribution.steps.curve import StepEffect
+
+    decision = run.decisions[index]
+    whole = Interval(-1.0, 1.0)
+    return StepEffect(
+        index, decision.step, None, decision.name, 0, 0, 0.5, whole, 0, 0, 0, 0.0, whole, 1.0
+    )
+
+
+@pytest.mark.slow
+def test_the_fresh_seed_recheck_confirms_a_null_step_at_most_alpha():
+    """400 rechecks of a step with no effect (the coin grader): the fresh-seed recheck
+    confirms it ("passed") in at most the binomial bound of them (8 of 300 at the first seeds
+    when measured), and the placebo fails in none (its two plans take the same actions)."""
+    from otelcar.attribution.steps.refute import refute
+    from otelcar.replay import Environment
+    from otelcar.sync import run_sync
+
+    run, registry, outcome = _coin_null()
+    step = _null_step(run, 1)
+    confirmed = placebo_failed = 0
+    for seed in range(RUNS):
+        checks = run_sync(
+            refute(
+                run, Environment(registry), outcome, step,
+                seed=seed, rollouts=32, alpha=ALPHA, confidence=1 - ALPHA / 3,
+            )
+        )  # fmt: skip
+        by_name = {c.name: c for c in checks}
+        confirmed += by_name["fresh seeds"].passed
+        placebo_failed += not by_name["placebo"].passed
+    assert confirmed <= BOUND, (confirmed, BOUND)
+    assert placebo_failed <= BOUND, (placebo_failed, BOUND)
+
+
+@pytest.mark.slow
+def test_shapley_intervals_cover_a_null_players_zero():
+    """400 Shapley estimates on the coin grader (every coalition fails with p 0.5, so every
+    φ is 0): each player's interval excludes 0 in at most the binomial bound of the runs
+    (measured with three players on 400 seeds: 20, 20 and 17)."""
+    from otelcar.attribution.steps.shapley import shapley_values
+    from otelcar.replay import Environment
+    from otelcar.sync import run_sync
+
+    run, registry, outcome = _coin_null()
+    missed = [0, 0]
+    for seed in range(RUNS):
+        result = run_sync(
+            shapley_values(
+                run, Environment(registry), outcome, players=[0, 2], pairs=4, rollouts=8, seed=seed
+            )
+        )
+        for i, value in enumerate(result.values):
+            missed[i] += not value.ci[0] <= 0 <= value.ci[1]
+    assert max(missed) <= BOUND, (missed, BOUND)
