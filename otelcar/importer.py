@@ -169,13 +169,18 @@ def import_files(
     store: Store | None = None,
     format: str = "auto",
     on_bytes: Callable[[Path, int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import dump files into ``store`` (the default store when ``None``); a path that
     cannot be read, or a named file nothing in which could be decoded, is listed in the
-    report's ``skipped_paths`` (:func:`note_unread_files`) and the others are imported."""
+    report's ``skipped_paths`` (:func:`note_unread_files`) and the others are imported.
+    Progress: ``on_total(bytes)`` once, with the size of every file to read, then
+    ``on_bytes(path, consumed)`` as each is read."""
     store = store or Store()
     paths = list(paths)
     files, skipped = collect_paths(paths)
+    if on_total is not None:
+        on_total(sum(p.stat().st_size for p in files))
     counts: dict[str, int] = {}
     records = iter_file_records(files, format=format, on_bytes=on_bytes, counts=counts)
     report = store.import_records(records)

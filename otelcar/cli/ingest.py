@@ -27,7 +27,7 @@ from otelcar.cli.options import (
     config_option,
     source_option,
 )
-from otelcar.importer import collect_paths, iter_file_records, note_unread_files
+from otelcar.importer import import_files
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
 from otelcar.render import import_report, step_details, steps_table, traces_table
@@ -61,25 +61,21 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
     be imported or a named path could not be read.
     """
     store = open_store(ctx, create=True)
-    files, skipped = collect_paths(paths)
-    total = sum(p.stat().st_size for p in files)
     progress = stderr_progress(
         TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn()
     )
     done: dict[Path, int] = {}
     with progress:
-        task = progress.add_task("import", total=total or None)
+        task = progress.add_task("import", total=None)
+
+        def on_total(total: int) -> None:
+            progress.update(task, total=total or None)
 
         def on_bytes(path: Path, consumed: int) -> None:
             done[path] = consumed
             progress.update(task, completed=sum(done.values()))
 
-        counts: dict[str, int] = {}
-        report = store.import_records(
-            iter_file_records(files, format=fmt, on_bytes=on_bytes, counts=counts)
-        )
-    report.skipped_paths.extend(skipped)
-    note_unread_files(report, counts, paths)
+        report = import_files(paths, store=store, format=fmt, on_bytes=on_bytes, on_total=on_total)
     if as_json:
         emit_json(report.to_dict())
     else:
