@@ -395,10 +395,15 @@ def build_server(
         "it left out and gives a next_cursor to continue."
     )
 
+    validators = {
+        name: jsonschema.validators.validator_for(schema)(schema)
+        for name, schema in schemas.items()
+    }
+
     def answer(name: str, value: dict[str, Any]) -> CallToolResult:
         """``value`` sent once: as structured content (checked against the tool's schema),
         with a short text summary beside it."""
-        jsonschema.validate(value, schemas[name])  # a mismatch is a bug here, not the caller's
+        validators[name].validate(value)  # a mismatch is a bug here, not the caller's
         text = summaries.summary(name, value)
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=value
@@ -414,7 +419,7 @@ def build_server(
             if state["key"] != key:
                 raise CursorError(f"cursor: made for other arguments of {name}")
             starts = state["starts"]
-        jsonschema.validate(value, schemas[name])
+        validators[name].validate(value)
         document, left_out = cut_to_fit(value, budget, starts)
         more = {e["path"]: e["shown"][1] for e in left_out if e["shown"][1] < e["total"]}
         if left_out:
@@ -428,6 +433,11 @@ def build_server(
         import anyio.to_thread
 
         return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs))
+
+    async def answered(name: str, read: Callable[[], dict[str, Any]]) -> CallToolResult:
+        """``answer(name, read())`` on a worker thread: reading, checking and sizing a result
+        never holds up the server's loop (other requests are answered meanwhile)."""
+        return await in_thread(lambda: answer(name, read()))
 
     def read_source() -> Any:
         return context.open_source(context.config())
@@ -451,13 +461,17 @@ def build_server(
             started=started,
         )
         envelope = {"result_id": record["id"], "kind": kind, "trace_id": trace_id, "result": result}
-        document = fitted(kind, envelope, record["id"], None)
-        if document["next_cursor"]:  # read_result continues it: its record has the same paths
-            more = {e["path"]: e["shown"][1] for e in document["left_out"]}
-            document["next_cursor"] = encode_cursor(
-                "read_result", {"key": record["id"], "starts": more}
-            )
-        return answer(kind, document)
+
+        def read() -> dict[str, Any]:
+            document = fitted(kind, envelope, record["id"], None)
+            if document["next_cursor"]:  # read_result continues it: its record has those paths
+                more = {e["path"]: e["shown"][1] for e in document["left_out"]}
+                document["next_cursor"] = encode_cursor(
+                    "read_result", {"key": record["id"], "starts": more}
+                )
+            return document
+
+        return await answered(kind, read)
 
     @_tool_errors
     async def list_traces(
@@ -491,7 +505,7 @@ def build_server(
                     budget=budget,
                 )
 
-        return answer("list_traces", await in_thread(read))
+        return await answered("list_traces", read)
 
     @_tool_errors
     async def search_traces(
@@ -507,7 +521,7 @@ def build_server(
             with read_source() as source:
                 return queries.search_page(source, query, limit=limit, cursor=cursor, budget=budget)
 
-        return answer("search_traces", await in_thread(read))
+        return await answered("search_traces", read)
 
     @_tool_errors
     async def show_trace(
@@ -534,7 +548,7 @@ def build_server(
                     context=context,
                 )
 
-        return answer("show_trace", await in_thread(read))
+        return await answered("show_trace", read)
 
     @_tool_errors
     async def show_steps(
@@ -566,7 +580,7 @@ def build_server(
                     with_summary=False,
                 )
 
-        return answer("show_steps", await in_thread(read))
+        return await answered("show_steps", read)
 
     @_tool_errors
     async def show_step(
@@ -582,7 +596,7 @@ def build_server(
             with read_source() as source:
                 return pages.show_step(source, trace_id, step, budget=budget, cursor=cursor)
 
-        return answer("show_step", await in_thread(read))
+        return await answered("show_step", read)
 
     @_tool_errors
     async def read_text(
@@ -604,7 +618,7 @@ def build_server(
             with read_source() as source:
                 return pages.read_text(source, trace_id, step, path, offset=offset, budget=budget)
 
-        return answer("read_text", await in_thread(read))
+        return await answered("read_text", read)
 
     @_tool_errors
     async def attribute(
@@ -719,11 +733,12 @@ def build_server(
     ) -> dict[str, Any]:
         """The kept results of attribute, why and fix runs, newest first; next_cursor
         continues."""
-        found = await in_thread(
-            results.list_results, context.store_root, trace_id=trace_id, kind=kind
-        )
-        document = fitted("list_results", {"results": found}, [trace_id, kind], cursor)
-        return answer("list_results", document)
+
+        def read() -> dict[str, Any]:
+            found = results.list_results(context.store_root, trace_id=trace_id, kind=kind)
+            return fitted("list_results", {"results": found}, [trace_id, kind], cursor)
+
+        return await answered("list_results", read)
 
     @_tool_errors
     async def read_result(
@@ -733,8 +748,12 @@ def build_server(
         """One kept run (started here or from the web console): its options (the run's
         arguments), status, cost and full result document (lists cut at the byte cap
         continue with next_cursor)."""
-        record = await in_thread(results.read_result, context.store_root, result_id)
-        return answer("read_result", fitted("read_result", record, record["id"], cursor))
+
+        def read() -> dict[str, Any]:
+            record = results.read_result(context.store_root, result_id)
+            return fitted("read_result", record, record["id"], cursor)
+
+        return await answered("read_result", read)
 
     @_tool_errors
     async def list_timelines(trace_id: TraceId, cursor: Cursor = None) -> dict[str, Any]:
@@ -744,12 +763,10 @@ def build_server(
         def read() -> dict[str, Any]:
             with read_source() as source:
                 full_id = source.load(trace_id).trace_id
-            return timelines_document(context.store_root, full_id)
+            document = timelines_document(context.store_root, full_id)
+            return fitted("list_timelines", document, full_id, cursor)
 
-        document = await in_thread(read)
-        return answer(
-            "list_timelines", fitted("list_timelines", document, document["trace_id"], cursor)
-        )
+        return await answered("list_timelines", read)
 
     @_tool_errors
     async def diff_timelines(
@@ -779,7 +796,7 @@ def build_server(
         def read() -> dict[str, Any]:
             with read_source() as source:
                 loaded = source.load(trace_id)
-            return diff_kept(
+            document = diff_kept(
                 context.store_root,
                 load_run(loaded.trace_id, loaded.steps),
                 a,
@@ -788,10 +805,10 @@ def build_server(
                 b_rollout=b_rollout,
                 all_steps=all_steps,
             )
+            key = [loaded.trace_id, a, b, rollout, b_rollout, all_steps]
+            return fitted("diff_timelines", document, key, cursor)
 
-        document = await in_thread(read)
-        key = [document["trace_id"], a, b, rollout, b_rollout, all_steps]
-        return answer("diff_timelines", fitted("diff_timelines", document, key, cursor))
+        return await answered("diff_timelines", read)
 
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     running = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
