@@ -30,7 +30,7 @@ from otelcar.importer import UndecodedRecordWarning, expand_paths, iter_file_rec
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import FORMAT_UNKNOWN, decode_record
-from otelcar.schema import STEPS_SCHEMA
+from otelcar.store.tables import steps_frame
 from otelcar.trajectory import build_traces
 
 Paths = str | Path | Iterable[str | Path]
@@ -116,5 +116,4 @@ def _read(
             seq += 1
         spans.extend(decoded.spans)
         logs.extend(decoded.logs)
-    rows = [step for built in build_traces(spans, logs) for step in built.steps]
-    return pl.DataFrame(rows, schema=STEPS_SCHEMA)
+    return steps_frame(build_traces(spans, logs))

@@ -18,9 +18,9 @@ import polars as pl
 
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord
-from otelcar.schema import STEPS_SCHEMA
 from otelcar.store.decoding import decode_counted
 from otelcar.store.report import ImportReport
+from otelcar.store.tables import steps_frame
 from otelcar.trajectory import TraceBuild, build_traces
 
 
@@ -109,8 +109,7 @@ class InMemorySink:
 
     def steps(self) -> pl.DataFrame:
         """The steps table of everything derived so far (:data:`otelcar.STEPS_SCHEMA`)."""
-        rows = [step for built in self.traces() for step in built.steps]
-        return pl.DataFrame(rows, schema=STEPS_SCHEMA)
+        return steps_frame(self.traces())
 
     def traces(self) -> list[TraceBuild]:
         """Every trace derived so far, built (steps and summary)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,8 @@ from typing import Any
 import polars as pl
 
 from otelcar.ingest.frames import LogFrame, SpanFrame
+from otelcar.schema import STEPS_SCHEMA
+from otelcar.trajectory import TraceBuild
 
 #: Built once: ``json.dumps`` with options builds a new encoder per call.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -136,6 +138,12 @@ def log_from_row(row: dict[str, Any]) -> LogFrame:
 
 #: Fewer list items than this in a column: built row by row (gathering has a fixed cost).
 SHARED_ITEMS_MIN = 512
+
+
+def steps_frame(builds: Iterable[TraceBuild]) -> pl.DataFrame:
+    """The steps table (:data:`otelcar.schema.STEPS_SCHEMA`) of built traces, each distinct
+    message converted once (:func:`frame_of`): what the readers and the in-memory sink give."""
+    return frame_of([step for built in builds for step in built.steps], STEPS_SCHEMA)
 
 
 def frame_of(rows: Sequence[dict[str, Any]], schema: pl.Schema | dict[str, Any]) -> pl.DataFrame:
