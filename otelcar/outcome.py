@@ -36,7 +36,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import polars as pl
 
@@ -359,11 +359,16 @@ class FunctionOutcome:
 
 
 @dataclass(frozen=True)
-class AnyOf:
+class _Rules:
+    """Rules combined: :class:`AnyOf` fails when any rule fails, :class:`AllOf` when all do.
+    Judging stops at the first rule that decides (``_decides``: the verdict that does)."""
+
     rules: tuple[Outcome, ...]
+    _word: ClassVar[str] = ""
+    _decides: ClassVar[bool] = True
 
     def describe(self) -> str:
-        return " or ".join(r.describe() for r in self.rules)
+        return f" {self._word} ".join(r.describe() for r in self.rules)
 
     @property
     def judges_events(self) -> bool:
@@ -379,53 +384,33 @@ class AnyOf:
 
     async def failed(self, steps: pl.DataFrame) -> bool:
         for rule in self.rules:
-            if await rule.failed(steps):
-                return True
-        return False
-
-    def failed_on_process(self, process: ProcessEnd) -> bool:
-        return any(rule.failed_on_process(process) for rule in self.rules)  # type: ignore[attr-defined]
+            if bool(await rule.failed(steps)) is self._decides:
+                return self._decides
+        return not self._decides
 
     async def failed_on(self, events: list[RunEvent]) -> bool:
         for rule in self.rules:
-            if await rule.failed_on(events):  # type: ignore[attr-defined]
-                return True
-        return False
+            if bool(await rule.failed_on(events)) is self._decides:  # type: ignore[attr-defined]
+                return self._decides
+        return not self._decides
+
+    def failed_on_process(self, process: ProcessEnd) -> bool:
+        for rule in self.rules:
+            if bool(rule.failed_on_process(process)) is self._decides:  # type: ignore[attr-defined]
+                return self._decides
+        return not self._decides
 
 
 @dataclass(frozen=True)
-class AllOf:
-    rules: tuple[Outcome, ...]
+class AnyOf(_Rules):
+    _word: ClassVar[str] = "or"
+    _decides: ClassVar[bool] = True
 
-    def describe(self) -> str:
-        return " and ".join(r.describe() for r in self.rules)
 
-    @property
-    def judges_events(self) -> bool:
-        return all(judges_events(rule) for rule in self.rules)
-
-    @property
-    def judges_process(self) -> bool:
-        return all(judges_process(rule) for rule in self.rules)
-
-    @property
-    def judges_exit(self) -> bool:
-        return any(judges_exit(rule) for rule in self.rules)
-
-    async def failed(self, steps: pl.DataFrame) -> bool:
-        for rule in self.rules:
-            if not await rule.failed(steps):
-                return False
-        return True
-
-    def failed_on_process(self, process: ProcessEnd) -> bool:
-        return all(rule.failed_on_process(process) for rule in self.rules)  # type: ignore[attr-defined]
-
-    async def failed_on(self, events: list[RunEvent]) -> bool:
-        for rule in self.rules:
-            if not await rule.failed_on(events):  # type: ignore[attr-defined]
-                return False
-        return True
+@dataclass(frozen=True)
+class AllOf(_Rules):
+    _word: ClassVar[str] = "and"
+    _decides: ClassVar[bool] = False
 
 
 #: ``factory(options, registry) -> Outcome``: ``options`` is the ``[outcome]`` table less
