@@ -4,7 +4,8 @@ Pages: ``/traces`` (the list: filters, sort, pages), ``/traces/{id}`` (one trace
 timeline, every message, tool call and result, content flags and issues), ``/runs`` and
 ``/runs/{id}`` (start, watch, cancel and read runs), ``/results`` and ``/results/{id}`` (the
 HTML report of a finished run, as ``otelcar report`` draws it); ``/api/runs/{id}`` is the
-JSON a run's page polls.
+JSON a run's page polls. The pages that read traces are plain functions, which Starlette runs
+on its thread pool: a long trace's page never holds up the list or another request.
 
 Trace text is untrusted: every ``{{ value }}`` goes through the HTML report's own escaping
 (:func:`otelcar.report.markup.esc`: HTML-escaped, control and invisible characters shown as
@@ -182,9 +183,6 @@ def create_app(
             totals=totals,
         )
 
-    async def traces(request: Request) -> Response:
-        return await run_in_threadpool(traces_html, request)
-
     def trace_count() -> int:
         with open_source() as source:
             return int(source.traces().height)
@@ -226,8 +224,7 @@ def create_app(
         return int(value)
 
     def trace_html(request: Request) -> Response:
-        """One page of a trace (:mod:`otelcar.ui.trace_page`); on a worker thread, so a long
-        trace never holds up another request."""
+        """One page of a trace (:mod:`otelcar.ui.trace_page`)."""
         number = page_number(request)
         with open_source() as source:
             full = source.resolve(request.path_params["trace_id"])
@@ -246,9 +243,6 @@ def create_app(
             timelines=kept.get("timelines", []),
             timeline_problems=kept.get("problems", []),
         )
-
-    async def trace(request: Request) -> Response:
-        return await run_in_threadpool(trace_html, request)
 
     def session_html(request: Request) -> Response:
         """The traces of one session (conversation id), oldest first, with their totals."""
@@ -276,9 +270,6 @@ def create_app(
             total=total,
             outcomes=outcomes,
         )
-
-    async def session(request: Request) -> Response:
-        return await run_in_threadpool(session_html, request)
 
     def own_trace(request: Request) -> tuple[str, str, int, Any]:
         """``(trace id, timeline, rollout, its own steps)`` of a kept live rollout."""
@@ -312,9 +303,6 @@ def create_app(
             rollout_of={"trace_id": full, "name": name, "rollout": index},
         )
 
-    async def rollout_trace(request: Request) -> Response:
-        return await run_in_threadpool(rollout_html, request)
-
     def step_html(request: Request) -> Response:
         """One step in full: its whole context and all of each text."""
         step = request.path_params["step"]
@@ -332,9 +320,6 @@ def create_app(
             raise HTTPException(404, f"{label} has no step {step}")
         return page("step.html", title=f"step {step} of {label}", view=view, base=base, label=label)
 
-    async def step(request: Request) -> Response:
-        return await run_in_threadpool(step_html, request)
-
     def timeline_diff_html(request: Request) -> Response:
         if store_root is None:
             raise HTTPException(404, "this console shows no timelines (no local store)")
@@ -343,9 +328,6 @@ def create_app(
         document = diff_kept(store_root, load_run(full, steps), request.path_params["name"], other)
         back = ("← the trace in the console", f"/traces/{full}")
         return HTMLResponse(render_diff_html(document, back=back))  # it carries its own CSP
-
-    async def timeline_diff(request: Request) -> Response:
-        return await run_in_threadpool(timeline_diff_html, request)
 
     async def start(request: Request) -> Response:
         same_origin(request)
@@ -423,16 +405,17 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/", home),
-            Route("/traces", traces),
+            Route("/traces", traces_html),
             Route("/api/traces/events", trace_events),
-            Route("/traces/{trace_id}", trace),
-            Route("/traces/{trace_id}/steps/{step:int}", step),
-            Route("/sessions/{session}", session),
+            Route("/traces/{trace_id}", trace_html),
+            Route("/traces/{trace_id}/steps/{step:int}", step_html),
+            Route("/sessions/{session}", session_html),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
-            Route("/traces/{trace_id}/timelines/{name}", timeline_diff),
-            Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_trace),
+            Route("/traces/{trace_id}/timelines/{name}", timeline_diff_html),
+            Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_html),
             Route(
-                "/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}/steps/{step:int}", step
+                "/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}/steps/{step:int}",
+                step_html,
             ),
             Route("/runs", runs),
             Route("/runs/{run_id}", run_page),
