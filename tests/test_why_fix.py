@@ -806,3 +806,24 @@ def test_why_rechecks_a_cause_on_seeds_of_its_own():
     assert rechecked and rechecked <= own and not rechecked & whys
     assert result.headline.recheck.base_n >= result.headline.recheck.n  # its own base arm
     assert {s for s, neutral in seen if not neutral} & own  # its base arm, on the same seeds
+
+
+def test_fix_forward_refuses_when_lost_pairs_could_change_a_verdict():
+    """After an escalation the agent's next decision fails 30 % of the time (an upstream
+    error), so a fix's forward rollouts lose exactly the runs it is meant to produce: the
+    survivors alone would decide its verdict. With the lost pairs against the fix (its run
+    failing) the verdict could change, so fix --forward refuses instead of answering."""
+    from otelcar.replay.engine import RolloutsFailed
+
+    def after_escalation(request, action) -> bool:
+        last = request.messages[-1]
+        return last.role == "tool" and last.tool_call_id == "c4"
+
+    outcome = ToolCalled("issue_refund")
+    failing = registry(_failing(0.3, after_escalation))
+    explained = why(run_of(), step=4, registry=failing, outcome=outcome, seed=0)
+    with pytest.raises(RolloutsFailed, match=r"forward rollouts failed .*upstream 502.*lost pairs"):
+        fix(
+            run_of(), step=4, why=explained, registry=failing, outcome=outcome, forward=True,
+            rollouts=12, seed=0,
+        )  # fmt: skip

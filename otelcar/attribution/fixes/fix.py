@@ -59,7 +59,7 @@ from otelcar.attribution.experiment.redecisions import (
 )
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.fixes.candidates import UNTRUSTED_RULE, forced, guard_rule, propose
-from otelcar.attribution.fixes.lost import decision_could_change
+from otelcar.attribution.fixes.lost import decision_could_change, forward_could_change
 from otelcar.attribution.fixes.result import (
     DecisionCheck,
     FixCandidate,
@@ -306,6 +306,15 @@ async def fix_async(
             check.p_adjusted = adjusted
             upper = wilson(check.failed, check.n, confidence).high if check.n else 1.0
             check.verdict = _verdict(adjusted, upper, alpha, max_rate)
+        changing = forward_could_change(
+            [(c, c.forward) for c in candidates if c.forward is not None],
+            rollouts,
+            lambda p, upper: _verdict(p, upper, alpha, max_rate),
+            lambda pairs: paired(pairs).p_less,  # the forward test (_forward)
+        )
+        if changing:
+            lost = [e for c in candidates if c.forward is not None for e in c.forward.errors]
+            raise refusal([*base.errors, *lost], changing, what="forward rollouts")
     elif alternative is not None:
         notes.append("the forced action is validated by --forward rollouts only")
     best = _best(candidates, forward)

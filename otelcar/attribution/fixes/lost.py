@@ -7,14 +7,21 @@ upper Wilson bound at most ``max_rate``. With its errored samples assigned again
 repeating the bad decision, the fixed arm's as repeating it) and Bonferroni's factor (an upper
 bound on Holm's), and assigned for it with Holm's most lenient factor (1), the verdict must
 be the same: the verdict is monotone in both, so no assignment can then change it.
+
+The forward check pairs each fixed rollout with the unfixed one of the same seeds; a pair is
+lost when either rollout failed. Its lost pairs are assigned the same two ways (against the
+fix: the fixed run fails and the unfixed one does not; for it: the other way round) and the
+verdict must not move (:func:`forward_could_change`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from otelcar.attribution.experiment.contrast import Pairs
 from otelcar.attribution.experiment.lost_samples import LostCounts
-from otelcar.attribution.fixes.result import DecisionCheck, FixCandidate
+from otelcar.attribution.fixes.result import DecisionCheck, FixCandidate, ForwardCheck
+from otelcar.attribution.stats import wilson
 
 #: ``verdict(p_adjusted, upper bound of the fixed rate)`` → PASS | PART | FAIL.
 Verdict = Callable[[float, float], str]
@@ -42,5 +49,38 @@ def decision_could_change(
         return (
             f"candidate {candidate.name!r} ({check.verdict}) could be {other} had its "
             f"{check.lost + check.base_lost} errored re-decisions been judged"
+        )
+    return None
+
+
+def forward_could_change(
+    checks: Sequence[tuple[FixCandidate, ForwardCheck]],
+    rollouts: int,
+    verdict: Verdict,
+    p_of: Callable[[Pairs], float],
+) -> str | None:
+    """Why a candidate's forward verdict could change had its lost pairs (of ``rollouts``
+    per arm) been judged, else ``None``. ``p_of``: the forward test's p-value of the fixed
+    arm failing less than the unfixed one, on pairs (B: fixed, A: unfixed)."""
+    factor = len(checks)
+    for candidate, check in checks:
+        both, only_fixed, only_base, neither = check.pairs
+        lost = max(0, rollouts - (both + only_fixed + only_base + neither))
+        if not lost:
+            continue
+        against = Pairs(both, only_fixed + lost, only_base, neither)
+        for_fix = Pairs(both, only_fixed, only_base + lost, neither)
+        confidence = check.confidence
+        low = verdict(
+            min(1.0, factor * p_of(against)),
+            wilson(check.failed + lost, check.n + lost, confidence).high,
+        )
+        high = verdict(p_of(for_fix), wilson(check.failed, check.n + lost, confidence).high)
+        if low == high == check.verdict:
+            continue
+        other = low if low != check.verdict else high
+        return (
+            f"candidate {candidate.name!r}'s forward check ({check.verdict}) could be {other} "
+            f"had its {lost} lost pairs been judged"
         )
     return None
