@@ -25,7 +25,7 @@ import random
 import pytest
 from scipy.stats import binom
 
-from otelcar.attribution.stats import spending_schedule
+from otelcar.attribution.stats import spending_schedule, step_schedule
 from otelcar.attribution.steps.attribute import sequential
 from otelcar.attribution.steps.equivalence import DEFAULT_MARGIN
 from tests.test_attribution import _fake_run, _outcomes
@@ -51,7 +51,12 @@ def _coin(seed: int, r: int, actions: tuple[str, ...]) -> bool:
 
 
 def _simulate(
-    seed: int, m: int, culprit: int | None, futility: float, spend: list[float] | None = None
+    seed: int,
+    m: int,
+    culprit: int | None,
+    futility: float,
+    spend: list[float] | None = None,
+    test: str = "exact",
 ) -> set[int]:
     """One run of the adaptive design on a simulated agent of ``m`` decisions (recorded
     actions ``ok``; with ``culprit``, that decision recorded ``BAD``, re-decided BAD with p
@@ -73,16 +78,22 @@ def _simulate(
                 plan.failures[r] = "BAD" in actions or _coin(seed, r, actions)
                 plan.repeated_first[r] = j + 1 < m and actions[j + 1] == recorded[j + 1]
 
+    looks, levels = LOOKS, spend or spending_schedule(ALPHA, LOOKS, m)
+    if test == "e":  # attribute's e-value curve: a look every 4 rollouts, no alpha spent
+        looks = step_schedule(LOOKS[0], LOOKS[-1], LOOKS[0] // 2)
+        levels = [max(levels)] * len(looks)
+
     async def go():
         return await sequential(
             _fake_run(m),
             outcomes,
             sample,
             alpha=ALPHA,
-            looks=LOOKS,
-            spend=spend or spending_schedule(ALPHA, LOOKS, m),
+            looks=looks,
+            spend=levels,
             futility=futility,
             margin=DEFAULT_MARGIN,
+            test=test,
         )
 
     _, effects, _, _ = asyncio.run(go())
@@ -90,11 +101,13 @@ def _simulate(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("test", ["exact", "e"])
 @pytest.mark.parametrize("futility", [0.0, 0.2])
-def test_common_random_number_nulls_blame_at_most_alpha(futility: float):
-    """400 CRN nulls of 4 decisions: q = 0.5 at every plan, 40 % of the pairs discordant
-    (2 and 6 blamed at these seeds)."""
-    blamed = sum(bool(_simulate(seed, 4, None, futility)) for seed in range(RUNS))
+def test_common_random_number_nulls_blame_at_most_alpha(futility: float, test: str):
+    """400 CRN nulls of 4 decisions: q = 0.5 at every plan, 40 % of the pairs discordant,
+    through the curve with its exact test (spending over looks) and with its e-value test
+    (attribute's default: a look every 4 rollouts)."""
+    blamed = sum(bool(_simulate(seed, 4, None, futility, test=test)) for seed in range(RUNS))
     assert blamed <= BOUND, (blamed, BOUND)
 
 
@@ -111,11 +124,12 @@ def test_the_null_calibration_fails_a_design_without_multiplicity_control(monkey
 
 
 @pytest.mark.slow
-def test_partial_nulls_blame_no_innocent_step_beyond_alpha():
+@pytest.mark.parametrize("test", ["exact", "e"])
+def test_partial_nulls_blame_no_innocent_step_beyond_alpha(test: str):
     """400 runs with a real culprit (decision 2, Δ = 0.35) among CRN nulls: the runs in which
     some other step is found significant stay under the binomial bound (Holm's strong
     control over the true nulls), and the culprit is found in most of them."""
-    found = [_simulate(seed, 4, 2, 0.2) for seed in range(RUNS)]
+    found = [_simulate(seed, 4, 2, 0.2, test=test) for seed in range(RUNS)]
     innocent = sum(bool(s - {2}) for s in found)
     assert innocent <= BOUND, (innocent, BOUND)
     assert sum(2 in s for s in found) > RUNS / 2  # the design has the power to find it
