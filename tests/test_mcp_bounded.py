@@ -268,3 +268,48 @@ def test_a_client_that_goes_away_is_a_normal_end(project):
     errors = server.stderr.read().decode()
     assert "unexpected" not in errors and "Traceback" not in errors, errors
     assert "ERROR" not in errors, errors
+
+
+def test_an_http_client_that_drops_a_request_is_a_normal_end(project):
+    """Over streamable HTTP, a client that gives up on a large answer and leaves: the
+    server logs no error and answers the next client."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    store, config = project
+    command = [sys.executable, "-m", "otelcar.cli", "--store", str(store), "mcp", "--http"]
+    server = subprocess.Popen(
+        [*command, "-c", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    try:
+        url = server.stdout.readline().strip()
+
+        async def main() -> None:
+            arguments = {"trace_id": LONG, "context": "all", "clip": None, "limit": 1000}
+            with anyio.fail_after(60):
+                for delay in (0.02, 0.05, 0.1, 0.2):  # gives up while the answer is built
+                    async with (
+                        streamable_http_client(url) as (read, write),
+                        ClientSession(read, write) as session,
+                    ):
+                        await session.initialize()
+                        with anyio.move_on_after(delay):
+                            await session.call_tool("show_steps", arguments)
+                async with (
+                    streamable_http_client(url) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    listed = await session.call_tool("list_traces", {"limit": 5})
+                    assert not listed.is_error and len(listed.structured_content["traces"]) == 5
+
+        anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    errors = server.stderr.read()
+    assert "Traceback" not in errors and "ERROR" not in errors, errors

@@ -13,6 +13,7 @@ from typing import TextIO
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 #: Where HTTP clients connect (loopback only: the server runs the project's policies).
 HOST = "127.0.0.1"
@@ -47,6 +48,46 @@ def client_gone(exc: BaseException) -> bool:
     return isinstance(exc, GONE)
 
 
+def _gone_along_the_way(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised while handling is :func:`client_gone`
+    (the SDK answers a request of a session the client just closed with a 500 it cannot
+    send any more: a RuntimeError raised while handling a ClosedResourceError)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if client_gone(exc):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+class GoneFilter(logging.Filter):
+    """Turns the SDK's and uvicorn's error records about a client that went away (a request
+    of a session it just closed) into one INFO line without a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and _gone_along_the_way(record.exc_info[1]):
+            record.msg = f"{record.getMessage()}: the client went away"
+            record.args = ()
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _quiet_when_gone(app: ASGIApp) -> ASGIApp:
+    """``app``, with a request that fails only because its client went away ending there:
+    one INFO line, not uvicorn's "Exception in ASGI application"."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        except Exception as exc:
+            if not _gone_along_the_way(exc):
+                raise
+            log.info("a request ended unanswered: its client had closed the session")
+
+    return wrapped
+
+
 def _leaf(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
@@ -71,12 +112,18 @@ def serve_http(server: MCPServer, *, port: int = 0, announce: TextIO | None = No
     import uvicorn
 
     _log_to_stderr()
+    for name in (
+        "mcp.server.streamable_http",
+        "mcp.server.streamable_http_manager",
+        "uvicorn.error",
+    ):
+        logging.getLogger(name).addFilter(GoneFilter())
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, port))
     sock.listen(128)
     url = f"http://{HOST}:{sock.getsockname()[1]}{PATH}"
-    app = server.streamable_http_app(streamable_http_path=PATH, host=HOST)
+    app = _quiet_when_gone(server.streamable_http_app(streamable_http_path=PATH, host=HOST))
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     out = announce or sys.stdout
     print(url, file=out, flush=True)
