@@ -313,3 +313,43 @@ def test_an_http_client_that_drops_a_request_is_a_normal_end(project):
         server.wait(timeout=30)
     errors = server.stderr.read()
     assert "Traceback" not in errors and "ERROR" not in errors, errors
+
+
+def test_a_kept_result_over_the_cap_is_cut_at_items_and_continued(project, tmp_path):
+    """A result with no pages of its own (here a kept run with 400 large rollouts): its
+    largest list cut at an item boundary, left_out naming it, next_cursor continuing it in
+    read_result until every item was shown once."""
+    from otelcar.mcp.results import save_result
+
+    cap = 32 * 1024
+    store = tmp_path / "store"
+    rollouts = [{"index": i, "note": "x" * 500} for i in range(400)]
+    record = save_result(
+        store,
+        kind="attribute",
+        trace_id=LONG,
+        arguments={},
+        result={"verdict": "culprit", "rollouts": rollouts},
+        started=time.time(),
+    )
+
+    async def main() -> None:
+        client = Client(build_server(RunContext(store, project[1]), max_result_bytes=cap))
+        async with client:
+            page = await _call(client, cap, "read_result", result_id=record["id"])
+            seen = list(page["result"]["rollouts"])
+            [cut], first = page["left_out"], page["next_cursor"]
+            assert cut["path"] == "result.rollouts" and cut["total"] == 400
+            assert cut["shown"] == [0, len(seen)]
+            while page["next_cursor"]:
+                page = await _call(
+                    client, cap, "read_result", result_id=record["id"], cursor=page["next_cursor"]
+                )
+                assert page["left_out"][0]["shown"][0] == len(seen)
+                seen += page["result"]["rollouts"]
+            assert seen == rollouts
+            # a cursor is for the tool (and arguments) that made it
+            other = await client.call_tool("list_results", {"cursor": first})
+            assert other.is_error and "not a cursor of list_results" in other.content[0].text
+
+    anyio.run(main)
