@@ -54,6 +54,8 @@ LAYERS: dict[str, int] = {
             "attribution.regression",
             "mcp",
             "ui",
+            # triage as traces arrive: runs the analyses (issue 41)
+            "triage",
         ],
         8,
     ),

@@ -45,6 +45,7 @@ COMMANDS = {
     "plugins": "otelcar.cli.plugins:plugins_command",
     "mcp": "otelcar.cli.mcp:mcp_command",
     "ui": "otelcar.cli.ui:ui_command",
+    "triage": "otelcar.cli.triage:triage_group",
 }
 
 

@@ -420,6 +420,13 @@ def reindex_command(ctx: click.Context, as_json: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the bound ports as JSON here once listening (for scripts).",
 )
+@click.option(
+    "--triage",
+    is_flag=True,
+    help="Also triage failing traces as they complete, in a child process, within the "
+    "limits of [triage] in the config (docs/triage.md).",
+)
+@config_option("The project config for --triage (default: ./otelcar.toml).")
 @click.pass_context
 def collect_command(
     ctx: click.Context,
@@ -436,6 +443,8 @@ def collect_command(
     derive: str,
     grace: float,
     ready_file: Path | None,
+    triage: bool,
+    config_path: Path | None,
 ) -> None:
     """Receive OTLP traces and logs (gRPC and HTTP) into the store until Ctrl-C / SIGTERM.
 
@@ -465,7 +474,20 @@ def collect_command(
         ),
     )
     receiver = Receiver(open_store(ctx, create=True), config)
-    run_until_stopped(receiver, console(), ready_file=ready_file, grace_s=grace)
+    if not triage:
+        run_until_stopped(receiver, console(), ready_file=ready_file, grace_s=grace)
+        return
+    from otelcar.project_config import load_config
+    from otelcar.triage.child import TriageChild
+
+    if load_config(config_path).outcome is None:  # a config error stops here, not in the child
+        raise click.UsageError("--triage needs a config with [outcome] (-c otelcar.toml)")
+    child = TriageChild(ctx.obj["store"], config_path, debug=bool(ctx.obj.get("debug")))
+    child.start()
+    try:
+        run_until_stopped(receiver, console(), ready_file=ready_file, grace_s=grace)
+    finally:
+        child.stop(grace)
 
 
 @click.command("schema")

@@ -397,6 +397,20 @@ class Store:
         spans = self._current().scan("spans")
         return spans.filter(pl.col("trace_id") == full).sort("seq").collect()
 
+    def rooted(self, trace_ids: Iterable[str]) -> set[str]:
+        """Those of ``trace_ids`` (full ids) with a root span stored: a span without a parent.
+        An SDK exports a span when it ends and a root ends last, so a trace's root marks it
+        complete (what triage waits for, :mod:`otelcar.triage.completion`)."""
+        wanted = list(trace_ids)
+        if not wanted:
+            return set()
+        spans = self._current().scan("spans")
+        roots = spans.filter(
+            pl.col("trace_id").is_in(wanted)
+            & (pl.col("parent_span_id").is_null() | (pl.col("parent_span_id") == ""))
+        )
+        return set(roots.select("trace_id").unique().collect()["trace_id"].to_list())
+
     def logs(self, trace_id: str) -> pl.DataFrame:
         """Every stored log record of one trace."""
         full = self.resolve(trace_id)
