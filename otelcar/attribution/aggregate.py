@@ -211,6 +211,7 @@ async def attribute_trace(
             run = await prepare(run)
         if on_process and not await recorded_failed(outcome, run):
             return TraceVerdict(trace_id, "passed", reason="the recorded run did not fail")
+        options = {"policy_check": 0, **options}  # the verdicts only: no policy check
         result = await attribute_async(
             run, registry=registry, outcome=outcome, budget=Budget(*budget), **options
         )

@@ -673,6 +673,7 @@ async def resolve_step(
         seed=SeedSpace(seed).stage("culprit"),
         budget=budget,
         env=env,
+        policy_check=0,  # only the step is used here
     )
     if result.culprit is not None:
         return run.decision_at_step(result.culprit.step), (
