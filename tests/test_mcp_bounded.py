@@ -353,3 +353,31 @@ def test_a_kept_result_over_the_cap_is_cut_at_items_and_continued(project, tmp_p
             assert other.is_error and "not a cursor of list_results" in other.content[0].text
 
     anyio.run(main)
+
+
+def test_a_clip_marker_names_the_path_read_text_reads(project):
+    """With context="new" a page lists an LLM step's input messages from the first its
+    previous LLM step lacked; a clip marker still names the message's index in the whole
+    step, which read_text reads."""
+    import re
+
+    async def main() -> None:
+        async with _client(project) as client:
+            shown = await _call(client, CAP, "show_trace", trace_id=BIG)
+            marked = [
+                (step["step"], message)
+                for step in shown["steps"]
+                if step["input_messages_omitted"]
+                for message in step["input_messages"]
+                if "clipped" in json.dumps(message)
+            ]
+            assert marked, "no clipped message after a shared context"
+            step, message = marked[0]
+            found = re.search(r"read_text \(step=(\d+), path=([\w.]+)\)", json.dumps(message))
+            assert found and int(found[1]) == step
+            whole = await _call(client, CAP, "read_text", trace_id=BIG, step=step, path=found[2])
+            assert whole["total_chars"] >= MB
+            clipped = next(v for v in message.values() if isinstance(v, str) and "clipped" in v)
+            assert clipped.startswith(whole["text"][:500])
+
+    anyio.run(main)

@@ -108,13 +108,14 @@ def clip_to_fit(
     budget: int,
     where: Callable[[str], str | None] = lambda _path: None,
     counter: list[int] | None = None,
+    limits: Sequence[int] = CLIP_LIMITS,
 ) -> Any:
     """``value`` as it is when it fits ``budget`` bytes, else clipped at the largest of
-    :data:`CLIP_LIMITS` that makes it fit (the smallest when none does)."""
+    ``limits`` that makes it fit (the smallest when none does)."""
     if size(value) <= budget:
         return value
-    clipped = value
-    for limit in CLIP_LIMITS:
+    clipped, count = value, [0]
+    for limit in limits:
         count = [0]
         clipped = clip_strings(value, limit, where, counter=count)
         if size(clipped) <= budget:

@@ -35,12 +35,29 @@ from otelcar.sources import TraceSource
 from otelcar.views import step_view, trace_view
 
 Context = Literal["new", "all"]
+#: Clip limits tried on a step too big for a page alone before its messages are left out.
+SOFT = (65536, 16384, 4096, 1024, 256)
 #: Room kept for the page fields and the cursor beside the steps.
 PAGE_FIELDS_BYTES = 1024
 
 
-def _where(step: int) -> Any:
-    return lambda path: f"(step={step}, path={path})"
+def _where(step: int, shift: int = 0) -> Any:
+    """How a clip marker names a text of ``step`` for read_text: ``(step=N, path=P)``, an
+    input message's index moved up by ``shift`` (the messages left out before the page's
+    first one), so the path is that of the step's whole view."""
+
+    def where(path: str) -> str:
+        head, _, rest = path.partition(".")
+        index, _, tail = rest.partition(".")
+        if shift and head == "input_messages" and index.isdigit():
+            path = f"input_messages.{int(index) + shift}" + (f".{tail}" if tail else "")
+        return f"(step={step}, path={path})"
+
+    return where
+
+
+def _omitted(view: dict[str, Any]) -> int:
+    return (view.get("input_messages_omitted") or {}).get("count", 0)
 
 
 def _shared_prefix(before: list[Any] | None, now: list[Any] | None) -> int:
@@ -89,8 +106,7 @@ def _fit_step(view: dict[str, Any], room: int, counter: list[int]) -> dict[str, 
     """A step alone too big for ``room`` bytes: its texts clipped (down to 256 chars), then
     its first input messages left out (``input_messages_omitted`` counts them; show_step
     lists them), then its texts clipped harder."""
-    where = _where(view["step"])
-    clipped = clip_to_fit(view, room, where, counter)
+    clipped = clip_to_fit(view, room, _where(view["step"], _omitted(view)), counter, SOFT)
     messages = clipped.get("input_messages") or []
     if size(clipped) <= room or not messages:
         return clipped
@@ -103,7 +119,7 @@ def _fit_step(view: dict[str, Any], room: int, counter: list[int]) -> dict[str, 
         "input_messages": messages[dropped:],
         "input_messages_omitted": {**omitted, "count": omitted["count"] + dropped},
     }
-    return clip_to_fit(cut, room, where, counter)
+    return clip_to_fit(cut, room, _where(view["step"], _omitted(cut)), counter)
 
 
 def steps_page(
@@ -144,7 +160,8 @@ def steps_page(
     shown: list[dict[str, Any]] = []
     used, full = 2, False
     for view in _step_views(steps, rows, context):
-        view = clip_strings(view, clip, _where(view["step"]), counter=clips)
+        where = _where(view["step"], _omitted(view))
+        view = clip_strings(view, clip, where, counter=clips)
         if not shown and size(view) > room:
             view = _fit_step(view, room, clips)
         used += size(view) + 1
