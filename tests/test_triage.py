@@ -36,7 +36,7 @@ from otelcar.triage.engine import NO_LIMITS, TriageEngine
 from otelcar.triage.ledger import Ledger
 from otelcar.triage.queue import TriageQueue, new_state
 from otelcar.triage.safety import refusal
-from otelcar.triage.status import status_document
+from otelcar.triage.status import status_document, status_lines
 from tests.agents import refund_loop
 from tests.agents.model import ScriptedModel
 
@@ -253,6 +253,52 @@ def test_failing_attributed_passing_not(tmp_path: Path, recorded: dict[str, Path
         "calls": failing["calls"],
         "limit": 1000,
     }
+
+
+def test_why_on_the_culprit_within_the_same_budget(
+    tmp_path: Path, recorded: dict[str, Path]
+) -> None:
+    store = store_with(tmp_path, recorded)
+    limits = {"max_calls_per_trace": 600, "max_calls_per_day": 1000, "why": True}
+    run_sync(engine_for(store, write_config(tmp_path, triage=limits)).run(once=True))
+    (failing,) = [s for s in TriageQueue(store.root).all() if s["verdict"] == "fail"]
+    assert failing["state"] == "done" and failing["reason"] is None
+    assert failing["why"]["step"] == failing["culprit"]["step"]
+    assert failing["why"]["headline"]
+    assert failing["calls"] <= 600 and Ledger(store.root).spent() == failing["calls"]
+    lines = status_lines(
+        status_document(store.root, load_config(write_config(tmp_path, triage=limits)).triage)
+    )
+    assert any("culprit step" in line for line in lines)
+
+
+def test_complete_after_quiet_time_without_a_root(
+    tmp_path: Path, recorded: dict[str, Path]
+) -> None:
+    """A trace whose root span never came is judged once no span arrived for quiet_s."""
+    lines = []
+    for line in recorded["fail"].read_text().splitlines():
+        body = json.loads(line)
+        for resource in body["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                scope["spans"] = [s for s in scope["spans"] if s.get("parentSpanId")]
+        lines.append(json.dumps(body))
+    rootless = tmp_path / "rootless.jsonl"
+    rootless.write_text("\n".join(lines) + "\n")
+    store = Store(tmp_path / "store", create=True)
+    import_files([rootless], store=store)
+    assert store.rooted([trace_id_of(recorded["fail"])]) == set()
+    path = write_config(tmp_path, triage={"quiet_s": 0.5})  # no limits: judged, not analysed
+    run_sync(engine_for(store, path).run(once=True))
+    (state,) = TriageQueue(store.root).all()
+    assert (state["complete"], state["verdict"], state["state"]) == ("quiet", "fail", "queued")
+
+
+def test_other_services_are_not_looked_at(tmp_path: Path, recorded: dict[str, Path]) -> None:
+    store = store_with(tmp_path, recorded)
+    limits = {"max_calls_per_trace": PER_TRACE, "max_calls_per_day": 1000, "services": ["x"]}
+    run_sync(engine_for(store, write_config(tmp_path, triage=limits)).run(once=True))
+    assert TriageQueue(store.root).all() == [] and Ledger(store.root).spent() == 0
 
 
 def test_nothing_spent_without_limits(tmp_path: Path, recorded: dict[str, Path]) -> None:

@@ -144,7 +144,16 @@ class TriageEngine:
         spans = dict(zip(fresh["trace_id"], fresh["n_spans"], strict=True))
         services = dict(zip(fresh["trace_id"], fresh["service"], strict=True))
         for trace_id, how in self.watcher.complete(spans, self.store.rooted(spans)):
-            await self.judge(trace_id, services.get(trace_id), how)
+            try:
+                await self.judge(trace_id, services.get(trace_id), how)
+            except Exception as exc:  # one trace never stops triage
+                if self.debug:
+                    self.log(traceback.format_exc())
+                reason = f"could not be judged: {exc}"
+                state = new_state(trace_id, services.get(trace_id), state="skipped", reason=reason)
+                self.queue.put(state)
+                self.known.add(trace_id)
+                self.log(f"triage: {trace_id} skipped: {reason}")
 
     async def judge(self, trace_id: str, service: str | None, how: str) -> None:
         """Judge the complete trace ``trace_id`` with ``[outcome]`` on its recorded run and
@@ -210,7 +219,7 @@ class TriageEngine:
                 steps = self.store.steps(trace_id)
                 run = load_run(trace_id, steps, self.config.agent)
                 check_config_fits(run, self.config)
-            except OtelcarError as exc:
+            except Exception as exc:  # a config mismatch, a trace the store cannot read
                 self._finish(state, "skipped", f"cannot be replayed with this config: {exc}")
                 continue
             day = today()
