@@ -291,7 +291,7 @@ def test_new_traces_are_told_live_while_they_arrive(long_store: Path, tmp_path: 
         assert port is not None
         base = f"http://127.0.0.1:{port.group(1)}"
         page = _get_when_up(base + "/traces")
-        assert 'data-index-count="2"' in page
+        assert 'data-count="2"' in page
         with urllib.request.urlopen(base + "/api/traces/events?count=2", timeout=20) as stream:
             dump = tmp_path / "new.json"
             dump.write_text(json.dumps(long_conversation(2, trace_id="8" * 32)), "utf-8")

@@ -60,6 +60,8 @@ from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceFilter, TraceSource
 from otelcar.sync import run_sync
+from otelcar.triage.queue import STATES
+from otelcar.ui.failures import FINISHED, FailureIndex
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces
@@ -187,35 +189,47 @@ def create_app(
         with open_source() as source:
             return int(source.traces().height)
 
+    triaged = FailureIndex(store_root) if store_root is not None else None
+
+    def result_count() -> int:
+        return 0 if triaged is None else triaged.finished()
+
+    def failures_html(request: Request) -> Response:
+        """What triage found (``otelcar collect --triage``): each triaged trace with its
+        state, culprit step and cause sentence, most recent first; ``?state=`` one state."""
+        if triaged is None:
+            raise HTTPException(404, "this console shows no triage (no local store)")
+        wanted = request.query_params.get("state") or None
+        every = triaged.all()
+        if wanted is not None and wanted not in STATES:
+            raise HTTPException(400, f"state: one of {', '.join(STATES)}")
+        shown = [f for f in every if (f.state == wanted if wanted else f.state != "passed")]
+        return page(
+            "failures.html",
+            title="failures",
+            failures=shown,
+            counts=triaged.counts(every),
+            state=wanted,
+            finished=sum(1 for f in every if f.state in FINISHED),
+        )
+
+    def failure_report(request: Request) -> Response:
+        """The HTML report of one triaged trace's attribution (and why)."""
+        state = triaged.state(request.path_params["trace_id"]) if triaged is not None else None
+        if state is None or not state.get("attribution"):
+            raise HTTPException(404, "no triage result for this trace")
+        report = render_html(
+            attribution=state["attribution"],
+            why=state.get("why") or None,
+            back=("← the failures in the console", "/failures"),
+        )
+        return HTMLResponse(report)  # the report carries its own Content-Security-Policy
+
     async def trace_events(request: Request) -> Response:
-        """Server-sent events while traces arrive (``otelcar collect`` writing to the store):
-        an ``event: traces`` with ``{"count", "new"}`` each time the number of traces differs
-        from the last one told (at first from ``?count=``, what the page was drawn with),
-        a comment every :data:`HEARTBEAT_S` so proxies keep the stream; ends when the client
-        goes."""
-        value = request.query_params.get("count", "")
-        if not value.isdigit():
-            raise HTTPException(400, "count: the number of traces the page shows")
-        told, shown = int(value), int(value)
+        return count_events(request, "traces", trace_count)
 
-        async def stream() -> Any:
-            nonlocal told
-            quiet = 0.0
-            while not await request.is_disconnected():
-                count = await run_in_threadpool(trace_count)
-                if count != told:
-                    told = count
-                    data = json.dumps({"count": count, "new": count - shown})
-                    yield f"event: traces\ndata: {data}\n\n"
-                    quiet = 0.0
-                elif quiet >= HEARTBEAT_S:
-                    yield ": still here\n\n"
-                    quiet = 0.0
-                await asyncio.sleep(EVENTS_POLL_S)
-                quiet += EVENTS_POLL_S
-
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    async def failure_events(request: Request) -> Response:
+        return count_events(request, "results", result_count)
 
     def page_number(request: Request) -> int:
         value = request.query_params.get("page", "1")
@@ -407,6 +421,9 @@ def create_app(
             Route("/", home),
             Route("/traces", traces_html),
             Route("/api/traces/events", trace_events),
+            Route("/failures", failures_html),
+            Route("/failures/{trace_id}", failure_report),
+            Route("/api/failures/events", failure_events),
             Route("/traces/{trace_id}", trace_html),
             Route("/traces/{trace_id}/steps/{step:int}", step_html),
             Route("/sessions/{session}", session_html),
@@ -436,6 +453,37 @@ def create_app(
     )
     app.state.runs = manager
     return app
+
+
+def count_events(request: Request, event: str, count: Callable[[], int]) -> Response:
+    """Server-sent events while ``count()`` grows (traces arriving as ``otelcar collect``
+    writes them; triage results as they are made): an ``event: <event>`` with
+    ``{"count", "new"}`` each time the count differs from the last one told (at first from
+    ``?count=``, what the page was drawn with), a comment every :data:`HEARTBEAT_S` so
+    proxies keep the stream; it ends when the client goes."""
+    value = request.query_params.get("count", "")
+    if not value.isdigit():
+        raise HTTPException(400, f"count: the number of {event} the page shows")
+    told = shown = int(value)
+
+    async def stream() -> Any:
+        nonlocal told
+        quiet = 0.0
+        while not await request.is_disconnected():
+            now = await run_in_threadpool(count)
+            if now != told:
+                told = now
+                data = json.dumps({"count": now, "new": now - shown})
+                yield f"event: {event}\ndata: {data}\n\n"
+                quiet = 0.0
+            elif quiet >= HEARTBEAT_S:
+                yield ": still here\n\n"
+                quiet = 0.0
+            await asyncio.sleep(EVENTS_POLL_S)
+            quiet += EVENTS_POLL_S
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
 async def _page_outcomes(

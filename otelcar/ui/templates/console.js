@@ -15,11 +15,12 @@ if(box&&box.getAttribute('data-status')==='running'){
   setTimeout(poll,200);
 }
 var count=document.getElementById('count');
-if(count&&count.hasAttribute('data-index-count')&&window.EventSource){
-  var events=new EventSource('/api/traces/events?count='+encodeURIComponent(count.getAttribute('data-index-count')));
-  events.addEventListener('traces',function(e){
-    var told=JSON.parse(e.data),box=document.getElementById('new-traces');
-    if(box&&told.new>0){box.firstChild.textContent=told.new+' new trace'+(told.new===1?'':'s')+' arrived: show them';box.hidden=false;}
+if(count&&count.hasAttribute('data-events')&&window.EventSource){
+  var noun=count.getAttribute('data-noun'),url=count.getAttribute('data-events');
+  var events=new EventSource(url+'?count='+encodeURIComponent(count.getAttribute('data-count')));
+  events.addEventListener(noun+'s',function(e){
+    var told=JSON.parse(e.data),box=document.getElementById('new-items');
+    if(box&&told.new>0){box.firstChild.textContent=told.new+' new '+noun+(told.new===1?'':'s')+' arrived: show them';box.hidden=false;}
   });
 }
 document.documentElement.setAttribute('data-ready','1');
