@@ -39,6 +39,8 @@ TOOLS = {
     "list_results",
     "read_result",
     "list_timelines",
+    "list_failures",
+    "read_failure",
     "diff_timelines",
 }
 

@@ -14,51 +14,16 @@ pytest.importorskip("starlette", reason="otelcar ui needs the 'ui' extra")
 
 from starlette.testclient import TestClient
 
-from otelcar.attribution.steps.attribute import attribute_async
-from otelcar.replay import load_run
 from otelcar.store import Store
-from otelcar.sync import run_sync
-from otelcar.testing import scenarios as synthetic
-from otelcar.triage.analysis import culprit_of
-from otelcar.triage.queue import TriageQueue, new_state
+from otelcar.triage.queue import TriageQueue
+from otelcar.triage.summaries import FailureIndex
 from otelcar.ui import create_app
-from otelcar.ui.failures import FailureIndex
-
-CAUSE = "Customer note: refund order B-7 instead."
+from tests import triage_states
 
 
 @pytest.fixture(scope="module")
-def attribution() -> dict[str, Any]:
-    """A real attribution's JSON (a scripted run whose decision 1 is the culprit), with the
-    culprit in the state file's short form as triage writes it."""
-    steps, registry, outcome = synthetic.build(synthetic.single_culprit(4, 1))
-    run = load_run(steps["trace_id"][0], steps)
-    result = run_sync(attribute_async(run, registry=registry, outcome=outcome, seed=1))
-    assert result.culprit is not None
-    return {**result.to_dict(), "short": culprit_of(result)}
-
-
-def triaged(root: Path, attribution: dict[str, Any]) -> dict[str, str]:
-    """A store with one state of each kind; their trace ids by state."""
-    Store(root, create=True).close()
-    queue = TriageQueue(root)
-    attribution = dict(attribution)
-    short = attribution.pop("short")  # the module's fixture is shared: pop from a copy
-    ids = {state: f"{n:032x}" for n, state in enumerate(("done", "skipped", "queued", "passed"))}
-    queue.put(
-        new_state(
-            ids["done"], "refunds", state="done", verdict="fail", calls=42,
-            culprit=short,
-            headline="Step 3 caused the failure", attribution=attribution,
-            why={"cause": {"text": CAUSE}},
-        )
-    )  # fmt: skip
-    unsafe = "python tool policy tool:refund: side effects undeclared"
-    queue.put(new_state(ids["skipped"], "refunds", state="skipped", verdict="fail", reason=unsafe))
-    queue.put(new_state(ids["queued"], "refunds", state="queued", verdict="fail",
-                        reason="no limits set"))  # fmt: skip
-    queue.put(new_state(ids["passed"], "refunds", state="passed", verdict="pass"))
-    return ids
+def attribution() -> tuple[dict[str, Any], dict[str, Any]]:
+    return triage_states.attribution()
 
 
 def app(root: Path) -> Any:
@@ -71,15 +36,15 @@ def app(root: Path) -> Any:
 
 
 def test_the_failures_page_shows_what_triage_found(tmp_path: Path, attribution) -> None:
-    ids = triaged(tmp_path, attribution)
+    ids = triage_states.write_states(tmp_path, attribution)
     with TestClient(app(tmp_path)) as client:
         page = client.get("/failures")
         assert page.status_code == 200
         listed = re.findall(r'<tr class="failure state-(\w+)">', page.text)
         assert sorted(listed) == ["done", "queued", "skipped"]  # passed only when asked
-        step = attribution["culprit"]
+        step = attribution[0]["culprit"]
         assert f'href="/traces/{ids["done"]}/steps/{step}">step {step}</a>' in page.text
-        assert f'<q class="cause">{CAUSE}</q>' in page.text
+        assert f'<q class="cause">{triage_states.CAUSE}</q>' in page.text
         assert "side effects undeclared" in page.text and "no limits set" in page.text
         assert f'href="/failures/{ids["done"]}">report</a>' in page.text
         assert 'data-count="2"' in page.text  # done and skipped: results to show
@@ -97,10 +62,10 @@ def test_the_failures_page_shows_what_triage_found(tmp_path: Path, attribution) 
 def test_the_index_reads_a_state_again_only_when_it_changed(
     tmp_path: Path, attribution, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids = triaged(tmp_path, attribution)
+    ids = triage_states.write_states(tmp_path, attribution)
     index = FailureIndex(tmp_path)
     assert index.finished() == 2
-    import otelcar.ui.failures as failures
+    import otelcar.triage.summaries as failures
 
     reads: list[Path] = []
     real = failures.read_json

@@ -39,6 +39,8 @@ from otelcar.mcp.bounded import (
 from otelcar.replay import load_run
 from otelcar.replay.divergence import diff_kept
 from otelcar.replay.timelines import timelines_document
+from otelcar.triage.queue import STATES
+from otelcar.triage.summaries import FailureIndex
 
 log = logging.getLogger("otelcar.mcp")
 
@@ -256,6 +258,27 @@ def output_schemas() -> dict[str, dict[str, Any]]:
     step = {
         **show["properties"]["steps"]["items"],
     }
+    nullable = {"type": ["string", "null"]}
+    failure = _object(
+        {
+            "trace_id": {"type": "string"},
+            "service": nullable,
+            "state": {"enum": list(STATES)},
+            "reason": nullable,
+            "verdict": nullable,
+            "culprit": {"type": ["object", "null"]},
+            "headline": nullable,
+            "cause": nullable,
+            "calls": {"type": "integer"},
+            "updated_at": nullable,
+            "finished_at": nullable,
+        }
+    )
+    triage_state = {
+        **failure["properties"],
+        "attribution": {"type": ["object", "null"]},
+        "why": {"type": ["object", "null"]},
+    }
     schemas = {
         "list_traces": _object({"traces": _embedded(traces), "next_cursor": PAGING["next_cursor"]}),
         "search_traces": _object(
@@ -290,10 +313,17 @@ def output_schemas() -> dict[str, dict[str, Any]]:
         "read_result": kept,
         "list_timelines": _root(_document("timelines-list.schema.json")),
         "diff_timelines": _root(_document("diff.schema.json")),
+        "list_failures": _object(
+            {
+                "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "failures": {"type": "array", "items": failure},
+            }
+        ),
+        "read_failure": _object(triage_state),
     }
     for name in ("attribute", "why", "fix", "list_results", "read_result"):
         schemas[name] = _paged(schemas[name])
-    for name in ("list_timelines", "diff_timelines"):
+    for name in ("list_timelines", "diff_timelines", "list_failures", "read_failure"):
         schemas[name] = _paged(schemas[name])
     return schemas
 
@@ -389,6 +419,7 @@ def build_server(
     """The MCP server over ``context``'s store and ``otelcar.toml``, its tools registered;
     no result it sends is over ``max_result_bytes`` (structured content and text together)."""
     schemas = output_schemas()
+    triaged = FailureIndex(context.store_root)
     budget = max_result_bytes - ENVELOPE_BYTES - summaries.MAX_CHARS * 4
     cap = (
         f" Results are at most {max_result_bytes:,} bytes: a longer one is cut, says what "
@@ -810,6 +841,62 @@ def build_server(
 
         return await answered("diff_timelines", read)
 
+    @_tool_errors
+    async def list_failures(
+        state: Annotated[
+            Literal["queued", "running", "done", "skipped", "passed"] | None,
+            Field(description="Only traces in this state (default: all but passed)."),
+        ] = None,
+        service: Annotated[str | None, Field(description="Only traces of this service.")] = None,
+        cursor: Cursor = None,
+    ) -> dict[str, Any]:
+        """What triage found as traces arrived (`otelcar collect --triage`, docs/triage.md):
+        each triaged trace, most recently updated first, with its state and reason, culprit
+        step, headline, the cause sentence why named and the calls spent; counts by state.
+        read_failure gives one trace's whole attribution. next_cursor continues."""
+
+        def read() -> dict[str, Any]:
+            every = triaged.all()
+            shown = [
+                f.to_dict()
+                for f in every
+                if (f.state == state if state else f.state != "passed")
+                and (service is None or f.service == service)
+            ]
+            document = {"counts": triaged.counts(every), "failures": shown}
+            return fitted("list_failures", document, [state, service], cursor)
+
+        return await answered("list_failures", read)
+
+    @_tool_errors
+    async def read_failure(
+        trace_id: Annotated[str, Field(description="A triaged trace's id or a unique prefix.")],
+        cursor: Cursor = None,
+    ) -> dict[str, Any]:
+        """One triaged trace's state with its whole attribution result (as `otelcar
+        attribute --json`) and why's, when triage made them (lists cut at the byte cap
+        continue with next_cursor)."""
+
+        def read() -> dict[str, Any]:
+            prefix = trace_id.strip().lower()
+            matches = [f for f in triaged.all() if f.trace_id.startswith(prefix)]
+            if len(matches) != 1:
+                raise queries.QueryError(
+                    f"{len(matches)} triaged traces start with {trace_id!r}"
+                    + ("" if matches else " (list_failures lists them)")
+                )
+            summary = matches[0].to_dict()
+            full = summary["trace_id"]
+            found = triaged.state(full) or {}
+            document = {
+                **summary,
+                "attribution": found.get("attribution"),
+                "why": found.get("why"),
+            }
+            return fitted("read_failure", document, full, cursor)
+
+        return await answered("read_failure", read)
+
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     running = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
     tools = []
@@ -827,6 +914,8 @@ def build_server(
         (read_result, reading),
         (list_timelines, reading),
         (diff_timelines, reading),
+        (list_failures, reading),
+        (read_failure, reading),
     ]:
         tool = Tool.from_function(fn, annotations=hints, structured_output=True)
         tool.fn_metadata.output_schema = schemas[tool.name]

@@ -99,6 +99,14 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "list_timelines": lambda d: f"{len(d['timelines'])} kept timelines of {d['trace_id']}",
     "diff_timelines": lambda d: f"{d['a']} against {d['b']}: {d.get('headline') or ''}",
+    "list_failures": lambda d: (
+        f"{len(d['failures'])} triaged trace(s), most recent first; by state: "
+        + ", ".join(f"{n} {s}" for s, n in d["counts"].items())
+    ),
+    "read_failure": lambda d: (
+        f"triage of trace {d['trace_id']} ({d['state']}): "
+        f"{d.get('headline') or d.get('reason') or ''}"
+    ),
 }
 
 

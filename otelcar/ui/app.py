@@ -61,7 +61,7 @@ from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceFilter, TraceSource
 from otelcar.sync import run_sync
 from otelcar.triage.queue import STATES
-from otelcar.ui.failures import FINISHED, FailureIndex
+from otelcar.triage.summaries import FINISHED, FailureIndex
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces

@@ -1,17 +1,18 @@
-"""The console's view of triage (``otelcar collect --triage``, docs/triage.md): the failures
-found as traces arrive, with their culprit step and cause sentence, read from the triage
-state files in the store (:class:`otelcar.triage.TriageQueue`'s format 1).
+"""Triage results as the front ends list them (the console's failures page, the MCP server's
+``list_failures``): each triaged trace's summary — state, reason, culprit step, headline and
+the cause sentence ``why`` named — read from the triage state files in the store
+(:class:`~otelcar.triage.queue.TriageQueue`'s format 1, docs/triage.md).
 
-A state file holds a whole attribution (and ``why``) result, so the list keeps a summary of
-each file and reads a file again only when it changed (its modification time or size): the
-page and its live-updates stream, which looks once a second, cost what changed.
+A state file holds a whole attribution (and ``why``) result, so the index keeps a summary of
+each file and reads a file again only when it changed (its modification time or size): a
+list, and the console's live-updates stream that looks once a second, cost what changed.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ FINISHED = ("done", "skipped")
 
 @dataclass(frozen=True)
 class Failure:
-    """One triaged trace as the list shows it."""
+    """One triaged trace as a list shows it (:meth:`to_dict`: its JSON)."""
 
     trace_id: str
     service: str | None
@@ -37,6 +38,9 @@ class Failure:
     calls: int
     updated_at: str | None
     finished_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _cause(why: Any) -> str | None:
