@@ -98,6 +98,7 @@ TRIAGE_KEYS: dict[str, type | tuple[type, ...]] = {
     "services": list,
     "quiet_s": (int, float),
     "why": bool,
+    "export": str,
 }
 #: The keys of ``[agent]`` that say how to run the agent (the rest declare its requests).
 AGENT_COMMAND_KEYS = ("command", "cwd", "env", "timeout_s", "concurrency")
@@ -154,6 +155,8 @@ class TriageSettings:
     services: tuple[str, ...] | None = None  # None: every service
     quiet_s: float = 30.0  # a trace without its root span is complete after this quiet time
     why: bool = False  # also `why` on the culprit
+    #: an OTLP/HTTP base URL: each result also goes there as a span linked to its trace
+    export: str | None = None
 
     @property
     def limited(self) -> bool:
@@ -261,18 +264,20 @@ def parse_triage(table: Any, path: Path | None = None) -> TriageSettings:
         raise ConfigError(f"{where}: [triage] must be a table")
     for key, value in table.items():
         kind = TRIAGE_KEYS.get(key)
-        numeric = kind is not None and kind is not bool and kind is not list
+        numeric = kind is not None and kind not in (bool, list, str)
         if (
             kind is None
             or not isinstance(value, kind)
             or (isinstance(value, bool) and kind is not bool)
             or (numeric and value <= 0)
             or (kind is list and not all(isinstance(s, str) and s for s in value))
+            or (key == "export" and not value.startswith(("http://", "https://")))
         ):
             raise ConfigError(
                 f"{where}: [triage] {key} = {value!r} is not valid; keys: "
                 f"{', '.join(TRIAGE_KEYS)} (call limits and concurrency: positive integers; "
-                "quiet_s: positive seconds; services: a list of names; why: true or false)"
+                "quiet_s: positive seconds; services: a list of names; why: true or false; "
+                "export: an OTLP/HTTP base URL, http:// or https://)"
             )
     services = table.get("services")
     return TriageSettings(
@@ -282,6 +287,7 @@ def parse_triage(table: Any, path: Path | None = None) -> TriageSettings:
         services=tuple(services) if services is not None else None,
         quiet_s=float(table.get("quiet_s", 30.0)),
         why=table.get("why", False),
+        export=table.get("export"),
     )
 
 
@@ -582,6 +588,12 @@ def config_schema_document() -> dict[str, Any]:
                         "type": "boolean",
                         "default": False,
                         "description": "also run why on the culprit",
+                    },
+                    "export": {
+                        "type": "string",
+                        "pattern": "^https?://",
+                        "description": "an OTLP/HTTP base URL (your tracing backend): each "
+                        "result also goes there as a span linked to the trace it explains",
                     },
                 },
             },

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from otelcar import Store, import_files
@@ -534,3 +535,42 @@ def test_limits_hold_under_a_burst(tmp_path: Path, recorded: dict[str, Path], bu
     assert all(0 < s["calls"] <= PER_TRACE for s in done)
     spent = Ledger(store).spent()
     assert spent == sum(s["calls"] for s in states) <= limits["max_calls_per_day"]
+
+
+def test_each_result_goes_to_the_users_backend_as_a_span_linked_to_its_trace(
+    tmp_path: Path, recorded: dict[str, Path]
+) -> None:
+    """``[triage] export``: the result reaches an OTLP/HTTP backend (here otelcar's own
+    receiver on another store) as one span of service otelcar-triage, linked to the failing
+    trace's root span, with the culprit and the headline as attributes."""
+    import json as _json
+
+    from otelcar.receiver import Receiver, ReceiverConfig
+
+    backend = Store(tmp_path / "backend", create=True)
+    receiver = Receiver(backend, ReceiverConfig(grpc_port=None, http_port=0, derive="thread"))
+    receiver.start()
+    try:
+        store = store_with(tmp_path, recorded)
+        export = f"http://127.0.0.1:{receiver.http_port}"
+        limits = {"max_calls_per_trace": PER_TRACE, "max_calls_per_day": 1000, "export": export}
+        path = write_config(tmp_path, triage=limits)
+        lines: list[str] = []
+        run_sync(engine_for(store, path, lines).run(once=True))  # closing flushes the span
+    finally:
+        receiver.stop()
+    failing = TriageQueue(store.root).get(trace_id_of(recorded["fail"]))
+    assert failing is not None and failing["state"] == "done"
+    with Store(tmp_path / "backend") as received:
+        traces = received.traces()
+        assert traces["service"].to_list() == ["otelcar-triage"], lines
+        (span,) = received.spans(traces["trace_id"][0]).iter_rows(named=True)
+    attributes = _json.loads(span["attributes"])
+    assert span["name"] == "otelcar triage"
+    (link,) = _json.loads(span["links"])
+    assert link["trace_id"] == failing["trace_id"]
+    roots = store.spans(failing["trace_id"]).filter(pl.col("parent_span_id").is_null())
+    assert link["span_id"] == roots["span_id"][0]
+    assert attributes["otelcar.culprit.step"] == failing["culprit"]["step"]
+    assert attributes["otelcar.triage.trace_id"] == failing["trace_id"]
+    assert attributes["otelcar.headline"] == failing["headline"]

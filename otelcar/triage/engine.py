@@ -34,6 +34,7 @@ from otelcar.outcome import recorded_verdict
 from otelcar.replay import load_run
 from otelcar.triage.analysis import analyse
 from otelcar.triage.completion import CompletionWatcher
+from otelcar.triage.export import ResultExporter
 from otelcar.triage.files import write_json
 from otelcar.triage.ledger import Ledger, today
 from otelcar.triage.queue import TriageQueue, new_state, now_iso
@@ -92,6 +93,7 @@ class TriageEngine:
         self._said: dict[str, str] = {}  # queued trace id -> the reason its state says
         self.running: dict[str, asyncio.Task[None]] = {}
         self._stop = asyncio.Event()
+        self.exporter = ResultExporter(self.settings.export) if self.settings.export else None
 
     # -- the loop ----------------------------------------------------------------------------
     def stop(self) -> None:
@@ -123,6 +125,8 @@ class TriageEngine:
                         await asyncio.wait_for(self._stop.wait(), self.poll_s)
             finally:
                 await self._cancel_running()
+                if self.exporter is not None:
+                    self.exporter.close()
 
     async def look(self) -> None:
         """One look: judge the traces complete now, then start what the limits allow."""
@@ -258,6 +262,21 @@ class TriageEngine:
             said = f": culprit step {culprit['step']} ({culprit['name']})" if culprit else ""
             said = said or f": {state.get('headline') or 'no culprit'}"
         self.log(f"triage: {state['trace_id']} {to}{said} ({state['calls']} calls)")
+        if self.exporter is not None:
+            self._export(state)
+
+    def _export(self, state: dict[str, Any]) -> None:
+        """The result as a span to ``[triage] export`` (:mod:`otelcar.triage.export`), linked
+        to the trace's root span; a failure costs a log line, never the result."""
+        assert self.exporter is not None
+        try:
+            roots = self.store.spans(state["trace_id"]).filter(
+                pl.col("parent_span_id").is_null() | (pl.col("parent_span_id") == "")
+            )
+            root = roots["span_id"][0] if roots.height else None
+            self.exporter.emit(state, root)
+        except Exception as exc:  # the backend's trouble is not the result's
+            self.log(f"triage: could not export {state['trace_id']}'s result: {exc}")
 
     async def _analyse(self, state: dict[str, Any], run: Any, day: str) -> None:
         """Run one trace's analyses and write its outcome; settle the ledger's reservation."""
