@@ -15,6 +15,7 @@ import asyncio
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -574,3 +575,31 @@ def test_each_result_goes_to_the_users_backend_as_a_span_linked_to_its_trace(
     assert attributes["otelcar.culprit.step"] == failing["culprit"]["step"]
     assert attributes["otelcar.triage.trace_id"] == failing["trace_id"]
     assert attributes["otelcar.headline"] == failing["headline"]
+
+
+def test_the_weekly_report_names_the_weak_step_per_service_and_week(
+    tmp_path: Path, recorded: dict[str, Path]
+) -> None:
+    """``otelcar triage report``: the attributed failures of a service and week aggregated
+    as ``otelcar aggregate`` does, with no policy call."""
+    from click.testing import CliRunner
+
+    from otelcar.cli import cli
+
+    store = store_with(tmp_path, recorded, failing=3)
+    limits = {"max_calls_per_trace": PER_TRACE, "max_calls_per_day": 5000}
+    path = write_config(tmp_path, triage=limits)
+    run_sync(engine_for(store, path).run(once=True))
+    done = [s for s in TriageQueue(store.root).all() if s["state"] == "done"]
+    assert len(done) == 3
+    spent = Ledger(store.root).spent()
+    ran = CliRunner().invoke(cli, ["--store", str(store.root), "triage", "report", "--json"])
+    assert ran.exit_code == 0, ran.output
+    (week,) = json.loads(ran.output)["weeks"]
+    assert week["service"] == done[0]["service"] and re.fullmatch(r"\d{4}-W\d\d", week["week"])
+    aggregate = week["aggregate"]
+    assert aggregate["counts"]["attributed"] == 3
+    assert aggregate["steps"][0]["traces"] == 3  # the same step in each of the three
+    assert Ledger(store.root).spent() == spent  # no call
+    text = CliRunner().invoke(cli, ["--store", str(store.root), "triage", "report"])
+    assert text.exit_code == 0 and week["week"] in text.output

@@ -90,3 +90,33 @@ def status_command(ctx: click.Context, config_path: Path | None, as_json: bool, 
         return
     for line in status_lines(document, limit=limit):
         click.echo(line)
+
+
+@triage_group.command("report")
+@click.option("--service", help="Only this service.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON: the weeks, each an aggregate.")
+@click.pass_context
+def report_command(
+    ctx: click.Context, service: str | None, confidence: float, as_json: bool
+) -> None:
+    """The systematic weak step per service and ISO week, over what triage attributed (as
+    `otelcar aggregate` ranks step identities), with no policy call: the analyses were made
+    as the traces arrived."""
+    from otelcar.triage.report import weekly, weekly_document
+
+    store = open_store(ctx)
+    document = weekly_document(weekly(store, confidence=confidence, service=service))
+    if as_json:
+        emit_json(document)
+        return
+    if not document["weeks"]:
+        click.echo("triage has attributed no trace yet (otelcar triage status)")
+        return
+    from otelcar.cli.common import console
+    from otelcar.report.terminal import aggregate_report
+
+    out = console()
+    for week in document["weeks"]:
+        out.rule(f"{week['service'] or '(no service)'} · {week['week']}")
+        aggregate_report(out, week["aggregate"])
