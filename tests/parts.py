@@ -95,3 +95,40 @@ def headless_chromium(profile: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@contextlib.contextmanager
+def console_server(store: Path, *args: str) -> Iterator[str]:
+    """``otelcar --store STORE ui --port 0 ARGS`` as a process, on the port it says it took,
+    once it answers; yields its base URL and stops it after."""
+    import re
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    command = [sys.executable, "-m", "otelcar.cli", "--store", str(store), "ui", "--port", "0"]
+    process = subprocess.Popen([*command, *args], stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        port = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert port is not None and port.group(1) != "0", f"otelcar ui said: {line!r}"
+        url = f"http://127.0.0.1:{port.group(1)}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/traces", timeout=5).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "otelcar ui did not answer"
+                time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def browser_errors(driver: Any) -> list[dict[str, Any]]:
+    """The errors a page logged in the browser's console."""
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]

@@ -76,3 +76,25 @@ def test_the_index_reads_a_state_again_only_when_it_changed(
     assert state is not None
     queue.put({**state, "state": "done", "reason": None})
     assert index.finished() == 3 and [p.stem for p in reads] == [ids["queued"]]
+
+
+@pytest.mark.slow
+def test_the_failures_page_in_chromium(tmp_path: Path, attribution) -> None:
+    """Headless Chromium on ``otelcar ui``: the failures page shows the culprit and the cause,
+    its link opens the step, and the page's live stream logs no error."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.parts import browser_errors, console_server, headless_chromium
+
+    ids = triage_states.write_states(tmp_path / "store", attribution)
+    with console_server(tmp_path / "store") as url, headless_chromium(tmp_path / "chrome") as web:
+        web.get(url + "/failures")
+        WebDriverWait(web, 10).until(
+            lambda d: d.execute_script("return document.documentElement.dataset.ready")
+        )
+        rows = web.find_elements("css selector", "tr.failure")
+        assert len(rows) == 3
+        done = web.find_element("css selector", "tr.state-done")
+        assert triage_states.CAUSE in done.text and ids["done"][:16] in done.text
+        assert web.find_element("css selector", "#new-items").get_attribute("hidden") is not None
+        assert browser_errors(web) == []

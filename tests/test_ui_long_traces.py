@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -34,6 +31,7 @@ from otelcar.cli import cli
 from otelcar.testing.long_traces import long_conversation
 from otelcar.ui.runs import SAMES
 from otelcar.ui.trace_page import CLIP_CHARS, PAGE_STEPS, clip
+from tests.parts import console_server
 from tests.test_ui import TRACE, app_for, project  # noqa: F401 (a fixture)
 
 LONG = "5" * 32
@@ -129,28 +127,9 @@ def test_runs_on_unknown_traces_or_with_zero_rollouts_are_refused_and_not_kept(
 
 
 def test_port_0_says_the_port_it_listens_on(long_store: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "otelcar.cli", "--store", str(long_store), "ui", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert found and found.group(1) != "0", line
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                url = f"http://127.0.0.1:{found.group(1)}/traces"
-                assert b"2 traces match" in urllib.request.urlopen(url, timeout=2).read()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the console did not answer"
-                time.sleep(0.2)
-    finally:
-        process.terminate()
-        process.wait(10)
+    with console_server(long_store) as url:  # it reads the port from the line ui prints
+        assert not url.endswith(":0")
+        assert b"2 traces match" in urllib.request.urlopen(url + "/traces", timeout=5).read()
 
 
 def test_a_context_the_agent_rewrote_folds_only_what_it_shares(tmp_path: Path) -> None:
@@ -280,17 +259,8 @@ def test_new_traces_are_told_live_while_they_arrive(long_store: Path, tmp_path: 
 
     store = tmp_path / "store"
     shutil.copytree(long_store, store)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "otelcar.cli", "--store", str(store), "ui", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        port = re.search(r"127\.0\.0\.1:(\d+)", process.stderr.readline())
-        assert port is not None
-        base = f"http://127.0.0.1:{port.group(1)}"
-        page = _get_when_up(base + "/traces")
+    with console_server(store) as base:
+        page = urllib.request.urlopen(base + "/traces", timeout=5).read().decode()
         assert 'data-count="2"' in page
         with urllib.request.urlopen(base + "/api/traces/events?count=2", timeout=20) as stream:
             dump = tmp_path / "new.json"
@@ -306,16 +276,3 @@ def test_new_traces_are_told_live_while_they_arrive(long_store: Path, tmp_path: 
             raise AssertionError("a bad count was accepted")
         except urllib.error.HTTPError as exc:
             assert exc.code == 400
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
-def _get_when_up(url: str) -> str:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            return urllib.request.urlopen(url, timeout=5).read().decode()
-        except OSError:
-            assert time.monotonic() < deadline, "the console did not answer"
-            time.sleep(0.2)
