@@ -16,6 +16,12 @@ asserted:
    times; p50 and p99 of the list's latency, against the same list fetched with nothing else
    running (the baseline in the same run). Goal: p99 ≤ 100 ms.
 
+4. **Search at 20,000 traces** (``--search-traces``): that many short runs (3 chat turns each,
+   120,000 spans) imported into a store of their own; the median of ``--repeat`` searches
+   (:func:`otelcar.trace_search.matching_steps`, what the console's ``/search`` and the MCP
+   server's ``search_traces`` run) for a text in every trace, in some, and in none, and the
+   console's whole ``/search`` page for the common one. Goal: ≤ 500 ms.
+
 Before this page was paged and folded (2026-12-04), the same trace drew every context whole:
 24.3 MB and 4.3 s (TestClient, the same host), with ``/traces`` waiting behind it.
 
@@ -99,12 +105,63 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
+def search(n: int, repeat: int) -> None:
+    """Time the search over ``n`` short traces (item 4 of the module docstring)."""
+    from starlette.testclient import TestClient
+
+    from otelcar.store import Store
+    from otelcar.trace_search import matching_steps
+    from otelcar.ui import create_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = Path(tmp) / "many.jsonl"
+        with dump.open("w", encoding="utf-8") as out:
+            for i in range(n):
+                document = long_conversation(
+                    3,
+                    trace_id=f"{i + 1:032x}",
+                    seed=i,
+                    payload=200,
+                    start_ns=(17 * 10**8 + i) * 10**9,
+                )
+                out.write(json.dumps(document) + "\n")
+        store = Path(tmp) / "store"
+        subprocess.run(
+            [sys.executable, "-m", "otelcar.cli", "--store", str(store), "import", str(dump)],
+            check=True,
+            capture_output=True,
+        )
+        print(f"search over {n:,} traces ({3 * n:,} LLM steps):")
+        with Store(store) as source:
+            for query in ("search", "warranty policy", "no such words"):
+                times, found = [], 0
+                for _ in range(repeat):
+                    started = time.perf_counter()
+                    found = len(matching_steps(source, query))
+                    times.append(time.perf_counter() - started)
+                print(
+                    f"  {query!r}: {found:,} traces, median {statistics.median(times) * 1e3:.0f} ms"
+                )
+        app = create_app(
+            open_source=lambda: Store(store), runs_dir=Path(tmp) / "runs", store_root=store
+        )
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            times = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                client.get("/search?q=warranty+policy")
+                times.append(time.perf_counter() - started)
+        median = statistics.median(times) * 1e3
+        print(f"  the console's /search page: median {median:.0f} ms (goal ≤ 500 ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=250)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--list-requests", type=int, default=200)
+    parser.add_argument("--search-traces", type=int, default=20_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -158,6 +215,8 @@ def main() -> None:
         f"  the last step's own page (its whole context): {step[0][1] / 1e3:.0f} KB, "
         f"{statistics.median(t for t, _ in step) * 1e3:.0f} ms"
     )
+    if args.search_traces:
+        search(args.search_traces, args.repeat)
     print(
         f"  /traces alone: p50 {statistics.median(alone) * 1e3:.1f} ms, "
         f"p99 {_p99(alone) * 1e3:.1f} ms; while {args.clients} clients load the long trace's "

@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
         5,
     ),
     "attribution": 6,
-    **dict.fromkeys(["report", "render", "views", "pricing"], 7),
+    **dict.fromkeys(["report", "render", "views", "pricing", "trace_search"], 7),
     # 8: the application: command line, project configuration, what generated tests call,
     # and the built-in plugin, which registers every layer's built-ins (the plugin manager
     # loads it by name, as it loads a third party's)

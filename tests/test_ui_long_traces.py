@@ -276,3 +276,18 @@ def test_new_traces_are_told_live_while_they_arrive(long_store: Path, tmp_path: 
             raise AssertionError("a bad count was accepted")
         except urllib.error.HTTPError as exc:
             assert exc.code == 400
+
+
+def test_search_finds_the_steps_that_mention_the_text(client: TestClient) -> None:
+    """The console's search (the one the MCP server runs): the long trace's failed tool
+    calls say "timed out" in their results; the search lists the trace with those steps,
+    each linked to the step's own page."""
+    page = client.get("/search?q=TIMED OUT")  # case-insensitive
+    assert page.status_code == 200
+    assert "1 trace mention" in page.text
+    hits = [int(n) for n in re.findall(rf'href="/traces/{LONG}/steps/(\d+)">', page.text)]
+    # the failed call's step, then every later decision, whose context holds its result
+    assert hits == [80, *range(81, 103, 2)]  # the first 12 linked
+    assert re.search(r"and (\d+) more", page.text)
+    assert "0 traces mention" in client.get("/search?q=no such words here").text
+    assert 'id="search-q"' in client.get("/search").text  # an empty query shows the form

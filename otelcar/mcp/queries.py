@@ -14,6 +14,7 @@ import polars as pl
 from otelcar.errors import OtelcarError
 from otelcar.mcp.bounded import decode_cursor, encode_cursor, fit_items, size
 from otelcar.sources import TraceFilter, TraceSource, parse_time
+from otelcar.trace_search import SearchError, matching_steps
 from otelcar.views import trace_view, traces_view
 
 #: Most traces one call returns (an agent pages on with ``next_cursor``).
@@ -134,24 +135,6 @@ def traces_page(
     return {"traces": views, "next_cursor": next_cursor}
 
 
-def _contains(expr: pl.Expr, needle: str) -> pl.Expr:
-    return expr.str.to_lowercase().str.contains(needle, literal=True).fill_null(False)
-
-
-def _message_hit(message: pl.Expr, needle: str) -> pl.Expr:
-    calls = message.struct.field("tool_calls")
-    return (
-        _contains(message.struct.field("content"), needle)
-        | _contains(message.struct.field("reasoning"), needle)
-        | calls.list.eval(
-            _contains(pl.element().struct.field("name"), needle)
-            | _contains(pl.element().struct.field("arguments"), needle)
-        )
-        .list.any()
-        .fill_null(False)
-    )
-
-
 def search_traces(source: Any, query: str, *, limit: int = 20) -> list[dict[str, Any]]:
     """Traces whose steps mention ``query`` (case-insensitive, literal text): in a step or
     tool name, tool arguments or result, error, or any message's content, reasoning or tool
@@ -177,33 +160,12 @@ def search_page(
         state = decode_cursor(cursor, "search_traces")
         query, limit, offset = state["query"], state["limit"], state["offset"]
     _limit(limit)
-    needle = query.strip().lower()
-    if not needle:
-        raise QueryError("query must not be empty")
-    if not hasattr(source, "scan_steps"):
-        raise QueryError(f"search needs the local store, not {source.where}")
-    hit = (
-        _contains(pl.col("name"), needle)
-        | _contains(pl.col("tool_name"), needle)
-        | _contains(pl.col("tool_args"), needle)
-        | _contains(pl.col("tool_result"), needle)
-        | _contains(pl.col("error"), needle)
-        | _message_hit(pl.col("output"), needle)
-        | pl.col("input_messages")
-        .list.eval(_message_hit(pl.element(), needle))
-        .list.any()
-        .fill_null(False)
-    )
-    matches = (
-        source.scan_steps()
-        .filter(hit)
-        .group_by("trace_id")
-        .agg(pl.col("step").sort().alias("matched_steps"))
-        .collect()
-    )
-    if matches.is_empty():
+    try:
+        steps_of = matching_steps(source, query)
+    except SearchError as exc:
+        raise QueryError(str(exc)) from None
+    if not steps_of:
         return {"query": query, "traces": [], "next_cursor": None}
-    steps_of = dict(zip(matches["trace_id"], matches["matched_steps"].to_list(), strict=True))
     traces = source.traces(TraceFilter(trace_ids=tuple(steps_of))).sort(
         ["start_ns", "trace_id"], descending=True, nulls_last=True
     )

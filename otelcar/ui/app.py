@@ -60,6 +60,7 @@ from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceFilter, TraceSource
 from otelcar.sync import run_sync
+from otelcar.trace_search import SearchError, matching_steps
 from otelcar.triage.queue import STATES
 from otelcar.triage.summaries import FINISHED, FailureIndex
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
@@ -67,6 +68,9 @@ from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces
 from otelcar.ui.trace_page import step_page, trace_page
 from otelcar.views import own_trace_summary, trace_view, traces_view
+
+#: Traces a page of search results shows.
+SEARCH_PAGE = 50
 
 #: How often the live-updates stream looks at the trace index, and how long it stays silent
 #: before a heartbeat comment.
@@ -258,6 +262,38 @@ def create_app(
             timeline_problems=kept.get("problems", []),
         )
 
+    def search_html(request: Request) -> Response:
+        """Traces whose steps mention ``?q=`` (:mod:`otelcar.trace_search`), newest first,
+        :data:`SEARCH_PAGE` a page (``?page=``), each with the steps that match."""
+        query = request.query_params.get("q", "")
+        number = page_number(request)
+        if not query.strip():
+            return page("search.html", title="search", query="", rows=[], total=0, pages=0)
+        with open_source() as source:
+            try:
+                steps_of = matching_steps(source, query)
+            except SearchError as exc:
+                return page("error.html", 400, title="bad search", message=str(exc))
+            index = source.traces(TraceFilter(trace_ids=tuple(steps_of))) if steps_of else None
+        rows: list[dict[str, Any]] = []
+        total = 0 if index is None else index.height
+        pages = max(1, -(-total // SEARCH_PAGE))
+        if index is not None:
+            ordered = index.sort(["start_ns", "trace_id"], descending=True, nulls_last=True)
+            chunk = ordered.slice((number - 1) * SEARCH_PAGE, SEARCH_PAGE)
+            rows = [
+                {**row, "matched_steps": steps_of[row["trace_id"]]} for row in traces_view(chunk)
+            ]
+        return page(
+            "search.html",
+            title=f"search {query}",
+            query=query,
+            rows=rows,
+            total=total,
+            page_number=number,
+            pages=pages,
+        )
+
     def session_html(request: Request) -> Response:
         """The traces of one session (conversation id), oldest first, with their totals."""
         session = request.path_params["session"]
@@ -427,6 +463,7 @@ def create_app(
             Route("/traces/{trace_id}", trace_html),
             Route("/traces/{trace_id}/steps/{step:int}", step_html),
             Route("/sessions/{session}", session_html),
+            Route("/search", search_html),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
             Route("/traces/{trace_id}/timelines/{name}", timeline_diff_html),
             Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_html),
