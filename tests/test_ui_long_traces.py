@@ -291,3 +291,29 @@ def test_search_finds_the_steps_that_mention_the_text(client: TestClient) -> Non
     assert re.search(r"and (\d+) more", page.text)
     assert "0 traces mention" in client.get("/search?q=no such words here").text
     assert 'id="search-q"' in client.get("/search").text  # an empty query shows the form
+
+
+def test_a_trace_read_again_only_when_it_changed(tmp_path: Path) -> None:
+    """The console's trace cache: the same trace twice is read once; once new spans of it are
+    derived (a new build id in its index row), it is read again."""
+    from otelcar.store import Store
+    from otelcar.ui.trace_cache import TraceCache
+
+    first = long_conversation(2, trace_id="9" * 32)
+    dump = tmp_path / "first.json"
+    dump.write_text(json.dumps(first), encoding="utf-8")
+    store = tmp_path / "store"
+    assert CliRunner().invoke(cli, ["--store", str(store), "import", str(dump)]).exit_code == 0
+    cache = TraceCache(size=2)
+    with Store(store) as source:
+        loaded = cache.load(source, "9999")
+        assert cache.load(source, "9" * 32) is loaded and len(cache) == 1
+    more = long_conversation(1, trace_id="9" * 32, start_ns=1_800_000_000 * 10**9)
+    for span in more["resourceSpans"][0]["scopeSpans"][0]["spans"]:  # new spans, same trace
+        span["spanId"] = "f" + span["spanId"][1:]
+        span["parentSpanId"] = ""
+    dump.write_text(json.dumps(more), encoding="utf-8")
+    assert CliRunner().invoke(cli, ["--store", str(store), "import", str(dump)]).exit_code == 0
+    with Store(store) as source:
+        again = cache.load(source, "9" * 32)
+    assert again is not loaded and again.steps.height > loaded.steps.height

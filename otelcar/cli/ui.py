@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -54,5 +55,8 @@ def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc}") from None
     port = listening.getsockname()[1]  # --port 0: the one the system chose
     click.echo(f"otelcar ui on http://127.0.0.1:{port}/ (Ctrl-C stops it)", err=True)
+    # Pages render on threads that share the interpreter: switching every 1 ms (not 5) lets a
+    # short request (the list, a run's progress) in while a long trace's page renders.
+    sys.setswitchinterval(0.001)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[listening])

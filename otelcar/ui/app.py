@@ -66,6 +66,7 @@ from otelcar.triage.summaries import FINISHED, FailureIndex
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces
+from otelcar.ui.trace_cache import TraceCache
 from otelcar.ui.trace_page import step_page, trace_page
 from otelcar.views import own_trace_summary, trace_view, traces_view
 
@@ -144,6 +145,7 @@ def create_app(
             loaded = source.load(source.resolve(trace_id))
         return loaded.trace_id, loaded.steps
 
+    cache = TraceCache()
     manager = RunManager(runs_dir, load_trace=load, config_path=config_path, store_root=store_root)
 
     def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -245,8 +247,8 @@ def create_app(
         """One page of a trace (:mod:`otelcar.ui.trace_page`)."""
         number = page_number(request)
         with open_source() as source:
-            full = source.resolve(request.path_params["trace_id"])
-            loaded = source.load(full)
+            loaded = cache.load(source, request.path_params["trace_id"])
+        full = loaded.trace_id
         runs = [r for r in manager.runs() if r.trace_id == full]
         kept = {} if store_root is None else timelines_document(store_root, full)
         sessions = loaded.steps["conversation_id"].drop_nulls()
@@ -362,8 +364,8 @@ def create_app(
             label = f"rollout {name}#{index} of trace {full}"
         else:
             with open_source() as source:
-                full = source.resolve(request.path_params["trace_id"])
-                steps = source.load(full).steps
+                loaded = cache.load(source, request.path_params["trace_id"])
+            full, steps = loaded.trace_id, loaded.steps
             base, label = f"/traces/{full}", f"trace {full}"
         view = step_page(steps, step)
         if view is None:
