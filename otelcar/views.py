@@ -93,3 +93,73 @@ def steps_view(steps: pl.DataFrame) -> list[dict[str, Any]]:
 
 def records_view(records: pl.DataFrame) -> list[dict[str, Any]]:
     return list(records.iter_rows(named=True))
+
+
+def _shared_prefix(previous: list[dict[str, Any]] | None, current: list[dict[str, Any]]) -> int:
+    """How many leading messages of ``current`` equal ``previous``'s."""
+    if not previous:
+        return 0
+    shared = 0
+    for before, now in zip(previous, current, strict=False):
+        if before != now:
+            break
+        shared += 1
+    return shared
+
+
+def fold_contexts(rows: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` (some steps of ``steps``, a steps table) with ``folded_from`` (the same
+    agent's previous LLM step in ``steps``), ``folded`` (how many leading messages of the
+    context are that step's context too) and ``context_len``, and ``input_messages`` cut to
+    the messages after the fold: an LLM step's context as what it adds to the previous
+    decision's, which a chat span repeats whole (what the console's trace page and the MCP
+    server's step pages show). A context that starts with the whole previous context (the
+    usual case) is told on the columns; any other is compared message by message,
+    materialising only those two contexts."""
+    previous = previous_llm_steps(steps)
+    references = steps.select(
+        pl.col("step").alias("folded_from"), pl.col("input_messages").alias("_previous")
+    )
+    marked = rows.with_columns(
+        pl.col("step")
+        .replace_strict(previous, default=None, return_dtype=pl.Int64)
+        .alias("folded_from")
+    ).join(references, on="folded_from", how="left", maintain_order="left")
+    marked = marked.with_columns(
+        pl.col("input_messages").list.len().alias("context_len"),
+        pl.col("_previous").list.len().alias("_n"),
+    ).with_columns(
+        pl.when(pl.col("input_messages").list.head(pl.col("_n")) == pl.col("_previous"))
+        .then(pl.col("_n"))
+        .otherwise(None)
+        .cast(pl.Int64)
+        .alias("folded")
+    )
+    partial = marked.filter(pl.col("folded").is_null() & pl.col("_previous").is_not_null())
+    shared = {
+        row["step"]: _shared_prefix(row["_previous"], row["input_messages"] or [])
+        for row in partial.select("step", "_previous", "input_messages").iter_rows(named=True)
+    }
+    if shared:
+        marked = marked.with_columns(
+            pl.coalesce(
+                "folded",
+                pl.col("step").replace_strict(shared, default=None, return_dtype=pl.Int64),
+            ).alias("folded")
+        )
+    return marked.with_columns(
+        pl.col("folded").fill_null(0),
+        pl.col("input_messages").list.slice(pl.col("folded").fill_null(0)),
+    ).drop("_previous", "_n")
+
+
+def previous_llm_steps(steps: pl.DataFrame) -> dict[int, int]:
+    """By LLM step: the previous LLM step of the same agent (the fold's reference)."""
+    last: dict[str | None, int] = {}
+    previous: dict[int, int] = {}
+    llm = steps.filter(pl.col("kind") == "llm").sort("step")
+    for step, agent in zip(llm["step"].to_list(), llm["agent_name"].to_list(), strict=True):
+        if agent in last:
+            previous[step] = last[agent]
+        last[agent] = step
+    return previous

@@ -15,7 +15,6 @@ what it shows, not what the trace holds.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -32,7 +31,7 @@ from otelcar.mcp.bounded import (
     text_chunk,
 )
 from otelcar.sources import TraceSource
-from otelcar.views import step_view, trace_view
+from otelcar.views import fold_contexts, step_view, trace_view
 
 Context = Literal["new", "all"]
 #: Clip limits tried on a step too big for a page alone before its messages are left out.
@@ -60,41 +59,20 @@ def _omitted(view: dict[str, Any]) -> int:
     return (view.get("input_messages_omitted") or {}).get("count", 0)
 
 
-def _shared_prefix(before: list[Any] | None, now: list[Any] | None) -> int:
-    """How many messages ``now`` starts with that ``before`` starts with too."""
-    if not before or not now:
-        return 0
-    count = 0
-    for a, b in zip(before, now, strict=False):
-        if a != b:
-            break
-        count += 1
-    return count
-
-
 def _step_views(
     steps: pl.DataFrame, page: pl.DataFrame, context: Context
 ) -> Iterator[dict[str, Any]]:
     """The page's rows as step views, one at a time (a page stops at the byte cap long
     before its last row); with ``context="new"`` each LLM step without the input messages
-    its previous LLM step (in the whole trace) began with."""
+    the same agent's previous LLM step (in the whole trace) began with
+    (:func:`otelcar.views.fold_contexts`, as the console's trace page shows them)."""
+    if context == "new":
+        page = fold_contexts(page, steps)
     rows = (page.row(i, named=True) for i in range(page.height))  # iter_rows buffers 512
-    if context == "all":
-        for row in rows:
-            yield {**step_view(row), "input_messages_omitted": None}
-        return
-    numbers = steps["step"].to_list()
-    llm = [n for n, k in zip(numbers, steps["kind"].to_list(), strict=True) if k == "llm"]
-    previous: dict[int, int] = {b: a for a, b in itertools.pairwise(llm)}
     for row in rows:
-        number = row["step"]
-        before = previous.get(number)
-        shared = 0
-        if before is not None and row["input_messages"]:
-            earlier = steps.filter(pl.col("step") == before)["input_messages"].to_list()[0]
-            shared = _shared_prefix(earlier, row["input_messages"])
-        if shared:
-            row = {**row, "input_messages": row["input_messages"][shared:]}
+        shared = row.pop("folded", 0) or 0
+        before = row.pop("folded_from", None)
+        row.pop("context_len", None)
         view = step_view(row)
         view["input_messages_omitted"] = (
             {"count": shared, "same_as_step": before} if shared else None

@@ -19,7 +19,8 @@ decisions holds about n²/2 messages; drawn whole, a 500-step trace is a 24 MB p
 
 Only the page's rows, less their folded messages, are turned into Python values: the fold is
 found on the columns (a context whose start equals the previous context, compared in Polars),
-so a page costs what it shows, not the square of the trace.
+(:func:`otelcar.views.fold_contexts`, which the MCP server's step pages use too), so a
+page costs what it shows, not the square of the trace.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from otelcar.messages import decode_arguments
+from otelcar.views import fold_contexts
 
 #: Steps per page of the trace page.
 PAGE_STEPS = 100
@@ -84,73 +86,6 @@ def _message(message: dict[str, Any] | None, limit: int | None, results: dict[st
             for call in message.get("tool_calls") or ()
         ],
     }
-
-
-def _shared_prefix(previous: list[dict[str, Any]] | None, current: list[dict[str, Any]]) -> int:
-    """How many leading messages of ``current`` equal ``previous``'s."""
-    if not previous:
-        return 0
-    shared = 0
-    for before, now in zip(previous, current, strict=False):
-        if before != now:
-            break
-        shared += 1
-    return shared
-
-
-def _folded(rows: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
-    """``rows`` with ``folded_from`` (the same agent's previous LLM step), ``folded`` (how
-    many leading messages of the context are that step's context) and ``context_len``, and
-    ``input_messages`` cut to the messages after the fold. A context that starts with the
-    whole previous context (the usual case) is told on the columns; any other is compared
-    message by message, materialising only those two contexts."""
-    previous = previous_llm_steps(steps)
-    references = steps.select(
-        pl.col("step").alias("folded_from"), pl.col("input_messages").alias("_previous")
-    )
-    marked = rows.with_columns(
-        pl.col("step")
-        .replace_strict(previous, default=None, return_dtype=pl.Int64)
-        .alias("folded_from")
-    ).join(references, on="folded_from", how="left", maintain_order="left")
-    marked = marked.with_columns(
-        pl.col("input_messages").list.len().alias("context_len"),
-        pl.col("_previous").list.len().alias("_n"),
-    ).with_columns(
-        pl.when(pl.col("input_messages").list.head(pl.col("_n")) == pl.col("_previous"))
-        .then(pl.col("_n"))
-        .otherwise(None)
-        .cast(pl.Int64)
-        .alias("folded")
-    )
-    partial = marked.filter(pl.col("folded").is_null() & pl.col("_previous").is_not_null())
-    shared = {
-        row["step"]: _shared_prefix(row["_previous"], row["input_messages"] or [])
-        for row in partial.select("step", "_previous", "input_messages").iter_rows(named=True)
-    }
-    if shared:
-        marked = marked.with_columns(
-            pl.coalesce(
-                "folded",
-                pl.col("step").replace_strict(shared, default=None, return_dtype=pl.Int64),
-            ).alias("folded")
-        )
-    return marked.with_columns(
-        pl.col("folded").fill_null(0),
-        pl.col("input_messages").list.slice(pl.col("folded").fill_null(0)),
-    ).drop("_previous", "_n")
-
-
-def previous_llm_steps(steps: pl.DataFrame) -> dict[int, int]:
-    """By LLM step: the previous LLM step of the same agent (the fold's reference)."""
-    last: dict[str | None, int] = {}
-    previous: dict[int, int] = {}
-    llm = steps.filter(pl.col("kind") == "llm").sort("step")
-    for step, agent in zip(llm["step"].to_list(), llm["agent_name"].to_list(), strict=True):
-        if agent in last:
-            previous[step] = last[agent]
-        last[agent] = step
-    return previous
 
 
 def result_steps(steps: pl.DataFrame) -> dict[str, int]:
@@ -217,10 +152,10 @@ def span_tree(steps: pl.DataFrame) -> list[dict[str, Any]]:
 def step_view(
     row: dict[str, Any], *, results: dict[str, int], limit: int | None = CLIP_CHARS
 ) -> dict[str, Any]:
-    """One step as the page shows it. A row folded by :func:`_folded` carries ``folded``
-    (leading context messages left out), ``folded_from`` and ``context_len``; any other row
-    shows its whole context. ``limit`` clips every text (``None``: the step's own page,
-    everything)."""
+    """One step as the page shows it. A row folded by :func:`otelcar.views.fold_contexts`
+    carries ``folded`` (leading context messages left out), ``folded_from`` and
+    ``context_len``; any other row shows its whole context. ``limit`` clips every text
+    (``None``: the step's own page, everything)."""
     context = row["input_messages"]
     shared = row.get("folded") or 0
     shown = context or []
@@ -266,7 +201,7 @@ def trace_page(steps: pl.DataFrame, page: int = 1, per_page: int = PAGE_STEPS) -
     per_page = max(1, per_page)
     pages = max(1, -(-steps.height // per_page))
     page = min(max(1, page), pages)
-    rows = _folded(steps.slice((page - 1) * per_page, per_page), steps)
+    rows = fold_contexts(steps.slice((page - 1) * per_page, per_page), steps)
     numbers = steps["step"].to_list()
     results = result_steps(steps)
     views = [step_view(row, results=results) for row in rows.iter_rows(named=True)]
