@@ -240,6 +240,33 @@ def test_bisection_on_a_long_trace_uses_log_n_plans():
     assert full.mode == "fixed" and len(full.steps) == 13  # 12 tool decisions + the answer
 
 
+def test_bisection_lists_a_tie_between_two_equal_culprits():
+    """Issue 37 point 3: two equal culprits on a 48-decision trace. The search finds one; the
+    other interval with as large a rise is narrowed and confirmed on the same fresh arm, and
+    the result names one and lists the other as a tie, in the headline and the JSON."""
+    scenario = synthetic.tie_case(48, 12, 36)
+    result = _attribute(scenario, seed=1, refutation=False)
+    assert result.mode == "bisect" and result.stop_reason == "bisection"
+    steps = {e.index: e.step for e in result.steps}
+    assert set(steps) == {12, 36}  # both candidates tested, only they have rows
+    assert result.culprit.index in steps
+    other = steps[({12, 36} - {result.culprit.index}).pop()]
+    assert result.ties == [other]
+    assert f"cannot be told apart from steps [{other}]" in result.headline()
+    data = result.to_dict()
+    assert data["ties"] == [other] and len(data["steps"]) == 2
+    assert any("the jumps at steps" in note for note in result.notes)
+    from rich.console import Console
+
+    from otelcar.render import attribution_report
+    from otelcar.report.html import render_html
+
+    console = Console(record=True, width=200)
+    attribution_report(console, data)
+    assert "(tie)" in console.export_text()
+    assert f"cannot be told apart from steps [{other}]" in render_html(attribution=data)
+
+
 def test_shapley_splits_an_and_failure_between_its_two_steps():
     scenario = synthetic.and_case(4, 1, 3)
     result = _attribute(scenario, seed=1, shapley=True, shapley_pairs=3, shapley_rollouts=12)
@@ -743,8 +770,9 @@ def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
         )
         # Only a confirmed jump is an answer (an unconfirmed one falls back to the curve).
         blamed = isinstance(found, Bisection)
-        assert not blamed or found.effects[0].significant
-        reached = blamed or found.startswith("the jump")  # the search chose a jump
+        assert not blamed or any(e.significant for e in found.effects)
+        # the search chose candidates and confirmed on them
+        reached = blamed or found.startswith(("the jump", "the largest jump"))
         return blamed, reached
 
     valid = [blames(seed, fresh=True) for seed in range(runs)]
@@ -752,8 +780,9 @@ def test_bisection_is_calibrated_on_400_nulls_and_confirms_on_fresh_rollouts():
     margin = alpha * runs + 2.33 * (alpha * (1 - alpha) * runs) ** 0.5  # 99% binomial margin
     assert sum(b for b, _ in valid) <= margin
     # Counted where a confirmation was reached (the search chose a jump): the sequential
-    # confirmation on fresh rollouts stays within alpha plus a 99 % binomial margin (12 of
-    # 168 at these seeds; 11 of 168 confirming on the search's own 16 rollouts).
+    # confirmation on fresh rollouts stays within alpha plus a 99 % binomial margin (8 of
+    # 168 at these seeds, with every candidate as large as the largest jump tested, Holm
+    # across them; 15 of 168 confirming on the search's own rollouts).
     reached = sum(r for _, r in valid)
     assert reached >= 100
     assert sum(b for b, _ in valid) <= alpha * reached + 2.33 * (alpha * reached) ** 0.5

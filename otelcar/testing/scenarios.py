@@ -348,3 +348,26 @@ def internal_names(n: int = 5, culprit: int = 2, p_bad: float = 0.05) -> Scenari
     scenario.name = f"internal-names-{n}-{culprit}"
     scenario.arguments = dict(INTERNAL_NAMES)
     return scenario
+
+
+def tie_case(n: int, a: int, b: int) -> Scenario:
+    """Two equal culprits (issue 37, point 3). Steps ``a < b`` chose BAD (p 0.05 each when
+    re-decided); the last decision is a fair coin (``heads``/``tails``). The run fails when
+    both are BAD, or when one is and the coin came up heads. q_{-1} ≈ 0.05, holding ``a``
+    gives ≈ 0.525, holding ``b`` too gives 1: Δ_a ≈ Δ_b ≈ 0.475. The right answer names one
+    and lists the other as a tie (``answer`` is ``a``; ``extra["tie"]`` is ``b``)."""
+    coin = n - 1
+    if not 0 <= a < b < coin:
+        raise ValueError(f"tie_case needs 0 <= a < b < n - 1, got a={a}, b={b}, n={n}")
+    recorded = ["ok"] * n
+    recorded[a] = recorded[b] = "BAD"
+    recorded[coin] = "tails"
+    choices: list[Choices] = [NOISE for _ in range(n)]
+    choices[a] = choices[b] = [("BAD", 0.05), ("ok", 0.95)]
+    choices[coin] = [("heads", 0.5), ("tails", 0.5)]
+
+    def fails(c: list[str]) -> bool:
+        bad = (c[a] == "BAD") + (c[b] == "BAD")
+        return bad == 2 or (bad == 1 and c[coin] == "heads")
+
+    return Scenario(f"tie-{n}-{a}-{b}", recorded, choices, fails, a, extra={"tie": b})

@@ -342,10 +342,17 @@ async def attribute_async(
             done_looks, look_confidence = found.looks, found.confidence
             looks = []
             stop_reason = "bisection"
+            tested = [e.step for e in effects]
             notes.append(
-                f"bisection: {found.searched} plans evaluated out of {len(plans)}, the jump "
-                "confirmed on fresh rollouts of its two plans; only the culprit's row has an "
-                "effect estimate"
+                f"bisection: {found.searched} plans evaluated out of {len(plans)}, "
+                + (
+                    "the jump confirmed on fresh rollouts of its two plans; only the culprit's "
+                    "row has an effect estimate"
+                    if len(tested) == 1
+                    else f"the jumps at steps {tested} (each as large as the largest on the "
+                    "search) tested on fresh rollouts of their plans; only their rows have "
+                    "effect estimates"
+                )
             )
     if looks:
 
