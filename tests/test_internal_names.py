@@ -47,4 +47,5 @@ def test_why_and_fix_forward_run_with_such_tools():
         rollouts=8, seed=1,
     )  # fmt: skip
     forwards = [c.forward for c in repaired.candidates if c.forward is not None]
-    assert forwards and all(f.errors == [] and f.n == 8 for f in forwards)
+    # every rollout run was judged (the sequential check stops when its evidence suffices)
+    assert forwards and all(f.errors == [] and 0 < f.n == f.rollouts <= 8 for f in forwards)

@@ -16,9 +16,11 @@ from otelcar.attribution.stats import (
     discordant_e_value,
     mcnemar_exact_greater,
     pairs_to_reject,
+    rate_below_e_value,
     sequential_power,
     step_p_value,
     step_schedule,
+    trials_to_show_below,
     two_sided_e_value,
 )
 
@@ -202,3 +204,37 @@ def test_the_e_value_curve_keeps_the_error_and_power_of_the_exact_one_for_fewer_
         )
     assert figures["e"][0] >= figures["exact"][0] - 20  # power kept (400 runs)
     assert figures["e"][1] < 0.85 * figures["exact"][1]  # cheaper
+
+
+@pytest.mark.parametrize(("x", "n"), [(0, 0), (0, 13), (2, 10), (5, 20), (9, 12)])
+def test_rate_below_e_value_is_the_mixture_likelihood_ratio(x: int, n: int) -> None:
+    bound = 0.3
+    ratio, _ = integrate.quad(
+        lambda p: (p / bound) ** x * ((1 - p) / (1 - bound)) ** (n - x) / bound, 0, bound
+    )
+    assert rate_below_e_value(x, n, bound) == pytest.approx(ratio, rel=1e-9)
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.4])
+def test_rate_below_checked_after_every_trial_keeps_alpha(rate: float) -> None:
+    """4,000 sequences of 200 trials at a null rate (the bound 0.3, and above it), the e-value
+    checked after every trial: "below 0.3" is claimed within α plus a 99 % binomial margin
+    (a Wilson bound checked after every trial would claim it far more often)."""
+    rng = np.random.default_rng(38)
+    runs, trials, alpha, bound = 4000, 200, 0.05, 0.3
+    failures = np.cumsum(rng.random((runs, trials)) < rate, axis=1)
+    cache: dict[tuple[int, int], bool] = {}
+    claimed = 0
+    for i in range(runs):
+        for n, x in enumerate(failures[i], start=1):
+            key = (int(x), n)
+            if key not in cache:
+                cache[key] = rate_below_e_value(*key, bound) >= 1 / alpha
+            if cache[key]:
+                claimed += 1
+                break
+    assert claimed / runs <= _margin(alpha, runs)
+    # with no failure at all, 13 trials show a rate below 0.3 at alpha = 0.05
+    assert trials_to_show_below(0, 0, bound, alpha, 100) == 13
+    assert trials_to_show_below(0, 13, bound, alpha, 100) == 0
+    assert trials_to_show_below(9, 10, bound, alpha, 5) == 6  # out of reach within 5

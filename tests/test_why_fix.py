@@ -451,6 +451,10 @@ def test_fixes_are_validated_pass_part_fail_and_forward():
     assert untrusted.rule == UNTRUSTED_RULE and untrusted.decision.bad == 0
     assert untrusted.forward.failed == 0 and untrusted.forward.base_failed >= 10
     assert untrusted.forward.p_adjusted < 0.05 and untrusted.forward.verdict == "PASS"
+    # sequential: it stops once the evidence suffices (no failure in 13: the rate is shown
+    # below 0.3), each rollout index drawn once per plan, never more than --rollouts
+    assert untrusted.forward.below and untrusted.forward.n == untrusted.forward.rollouts < 16
+    assert all(c.forward.rollouts <= 16 for c in result.candidates)
     assert result.candidate("forced").decision is None
     assert "escalate_to_manager" in result.candidate("forced").description
     jsonschema.validate(result.to_dict(), schema("fix.schema.json"))

@@ -23,6 +23,8 @@ Every function is pure and documents its method and assumptions.
   one hypothesis checked after every pair, stopped whenever the evidence suffices (Ville).
   :func:`two_sided_e_value`, :func:`pairs_to_reject`, :func:`sequential_power` and
   :func:`detectable_by` go with it.
+- :func:`rate_below_e_value` — an anytime-valid e-value that a Bernoulli rate is below a
+  bound (a mixture likelihood ratio against every rate at or above it).
 """
 
 from __future__ import annotations
@@ -383,3 +385,34 @@ def detectable_by(pairs: int, alpha: float, power: float = 0.8) -> float:
         else:
             low = mid + 1
     return high / 100
+
+
+def rate_below_e_value(failures: int, n: int, bound: float) -> float:
+    """The e-value of ``failures`` in ``n`` Bernoulli trials for H0: ``rate ≥ bound``
+    against H1: ``rate < bound`` (``0 < bound < 1``).
+
+    A mixture likelihood ratio, uniform over the alternatives:
+    ``E = (1/bound) ∫_0^bound (p/bound)^x ((1−p)/(1−bound))^(n−x) dp`` (``x = failures``).
+    For any ``p ≤ bound`` and any null rate ``r ≥ bound`` a trial multiplies the ratio at
+    ``p`` by a factor of expectation ``r·p/bound + (1−r)(1−p)/(1−bound)``, linear in ``r``,
+    equal to 1 at ``r = bound`` and not increasing in ``r``, so at most 1: every component,
+    and the mixture, is a test supermartingale under every null rate, and by Ville's
+    inequality ``P(sup_n E_n ≥ 1/α) ≤ α`` — "the rate is below ``bound``" claimed whenever
+    ``E ≥ 1/α``, after any trial, with any stopping rule, is wrong with probability at most
+    ``α``. With no failure it reaches 20 after 13 trials at ``bound = 0.3`` (a Wilson bound
+    at a fixed 10 would say ≤ 0.28, but only at a size fixed in advance)."""
+    x, rest = failures, n - failures
+    # ∫_0^b p^x (1−p)^rest dp = B(x+1, rest+1) · I_b(x+1, rest+1)
+    log_scale = -(x + 1) * math.log(bound) - rest * math.log1p(-bound)
+    log_beta = betaln(x + 1, rest + 1)
+    return float(np.exp(log_scale + log_beta) * betainc(x + 1, rest + 1, bound))
+
+
+def trials_to_show_below(failures: int, n: int, bound: float, alpha: float, most: int) -> int:
+    """The fewest further trials, all without failure, after which
+    :func:`rate_below_e_value` could reach ``1/alpha``; 0 when it already has; ``most + 1``
+    when not within ``most``."""
+    for extra in range(most + 1):
+        if rate_below_e_value(failures, n + extra, bound) >= 1 / alpha:
+            return extra
+    return most + 1

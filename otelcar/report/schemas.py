@@ -334,6 +334,8 @@ def fix_schema_document() -> dict[str, Any]:
             "p_adjusted": {"type": "number"},
             "verdict": verdict,
             "errors": {"type": "array", "items": {"type": "string"}},
+            "rollouts": {"type": "integer"},
+            "rate_below_max": {"type": "boolean"},
         },
     }
     candidate = {

@@ -26,13 +26,15 @@ base arm drawn with those same fresh seeds by a one-sided Fisher exact test, Hol
 across the candidates (strong family-wise control at ``alpha``). **PASS**: significant and the
 upper Wilson bound of the fixed rate ≤ ``max_rate``; **PART**: significant only; **FAIL**.
 
-**Forward validation** (``forward=True``, needs an outcome): ``rollouts`` rollouts of the fix
-(the edits at the step and at every later decision whose context carries the same message —
-the system prompt or the source text stay fixed downstream — everything from the step on
-re-decided) against ``rollouts`` rollouts that only re-decide from the step, the same seeds
-rollout by rollout (the stage ``fix.forward``'s, not the attribution's): one-sided exact
-McNemar on the pairs, Newcombe paired interval, Holm
-across candidates, the same PASS/PART/FAIL rule on the run's failure rate.
+**Forward validation** (``forward=True``, needs an outcome): rollouts of the fix (the edits at
+the step and at every later decision whose context carries the same message — the system
+prompt or the source text stay fixed downstream — everything from the step on re-decided)
+paired with rollouts that only re-decide from the step, the same seeds rollout by rollout
+(the stage ``fix.forward``'s, not the attribution's; each rollout index drawn once), run as
+anytime-valid sequential tests in batches, at most ``rollouts`` per plan
+(:mod:`~otelcar.attribution.fixes.forward`): the e-value on the discordant pairs, Holm across
+candidates; PASS also needs the e-value that the fixed failure rate is below ``max_rate``
+(not a Wilson bound, which would not hold at a data-dependent stop).
 
 **Best fix**: a candidate that passes (and passes forward when forward was run), preferring
 prompt rules, then source fixes, then a forced action; then the lower rate; then the order
@@ -49,7 +51,7 @@ from otelcar.attribution.context.decisions import decision_sampler, same_decisio
 from otelcar.attribution.context.result import WhyResult
 from otelcar.attribution.context.why import WhyError, why_async
 from otelcar.attribution.context.why import call_floor as why_floor
-from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.experiment.contrast import unpaired
 from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
 from otelcar.attribution.experiment.lost_samples import refusal
 from otelcar.attribution.experiment.redecisions import (
@@ -59,19 +61,19 @@ from otelcar.attribution.experiment.redecisions import (
 )
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.fixes.candidates import UNTRUSTED_RULE, forced, guard_rule, propose
+from otelcar.attribution.fixes.forward import validate_forward
+from otelcar.attribution.fixes.forward import verdict as forward_verdict
 from otelcar.attribution.fixes.lost import decision_could_change, forward_could_change
 from otelcar.attribution.fixes.result import (
     DecisionCheck,
     FixCandidate,
     FixResult,
-    ForwardCheck,
 )
-from otelcar.attribution.stats import holm, wilson
+from otelcar.attribution.stats import anytime_p_value, holm, rate_below_e_value
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
-from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Budget, Environment
 from otelcar.replay.plan import EditContext, Plan, Resample
 from otelcar.replay.recorded import RecordedRun
@@ -104,42 +106,6 @@ def _verdict(p_adjusted: float, upper: float, alpha: float, max_rate: float) -> 
     if p_adjusted > alpha:
         return "FAIL"
     return "PASS" if upper <= max_rate else "PART"
-
-
-async def _forward(
-    run: RecordedRun,
-    env: Environment,
-    plan: Plan,
-    base: Any,
-    *,
-    rollouts: int,
-    seed: int,
-    outcome: Outcome,
-    concurrency: int,
-) -> ForwardCheck:
-    result = await run_plan_async(
-        run,
-        plan,
-        env,
-        rollouts=rollouts,
-        seed=seed,
-        outcome=outcome,
-        concurrency=concurrency,
-    )
-    fixed = dict(zip((r.index for r in result.rollouts), result.failures, strict=True))
-    unfixed = dict(zip((r.index for r in base.rollouts), base.failures, strict=True))
-    pairs = Pairs.of(fixed, unfixed)  # B: fixed, A: unfixed
-    judged = [f for f in fixed.values() if f is not None]
-    base_judged = [b for b in unfixed.values() if b is not None]
-    return ForwardCheck(
-        failed=sum(judged),
-        n=len(judged),
-        base_failed=sum(base_judged),
-        base_n=len(base_judged),
-        pairs=(pairs.both, pairs.only_b, pairs.only_a, pairs.neither),
-        p=paired(pairs).p_less,
-        errors=result.errors,
-    )
 
 
 def call_floor(
@@ -277,44 +243,39 @@ async def fix_async(
     if forward:
         assert outcome is not None
         later = [d.step for d in run.decisions if d.index >= decision.index]
-        forward_seed = seeds.stage("fix.forward")
-        base = await run_plan_async(
-            run,
-            Plan(tuple(Resample(s) for s in later)),
-            env,
-            rollouts=rollouts,
-            seed=forward_seed,
-            outcome=outcome,
-            concurrency=concurrency,
-        )
-        if base.errors:
-            notes.append(f"{len(base.errors)} unfixed rollouts failed: {base.errors[0]}")
+        plans = []
         for candidate in candidates:
             assert candidate.forward_plan is not None
-            candidate.forward = await _forward(
-                run,
-                env,
-                Plan.from_dict(candidate.forward_plan),
-                base,
-                rollouts=rollouts,
-                seed=forward_seed,
-                outcome=outcome,
-                concurrency=concurrency,
-            )
-        forwards = [c.forward for c in candidates if c.forward is not None]
-        for check, adjusted in zip(forwards, holm([f.p for f in forwards]), strict=True):
-            check.p_adjusted = adjusted
-            upper = wilson(check.failed, check.n, confidence).high if check.n else 1.0
-            check.verdict = _verdict(adjusted, upper, alpha, max_rate)
+            plans.append(Plan.from_dict(candidate.forward_plan))
+        forwards, base_errors = await validate_forward(
+            run,
+            env,
+            plans,
+            Plan(tuple(Resample(s) for s in later)),
+            rollouts=rollouts,
+            seed=seeds.stage("fix.forward"),
+            outcome=outcome,
+            concurrency=concurrency,
+            alpha=alpha,
+            max_rate=max_rate,
+            confidence=confidence,
+        )
+        if base_errors:
+            notes.append(f"{len(base_errors)} unfixed rollouts failed: {base_errors[0]}")
+        for candidate, check in zip(candidates, forwards, strict=True):
+            candidate.forward = check
+
+        def judged_again(p: float, failed: int, n: int) -> str:
+            return forward_verdict(p, rate_below_e_value(failed, n, max_rate) >= 1 / alpha, alpha)
+
         changing = forward_could_change(
             [(c, c.forward) for c in candidates if c.forward is not None],
-            rollouts,
-            lambda p, upper: _verdict(p, upper, alpha, max_rate),
-            lambda pairs: paired(pairs).p_less,  # the forward test (_forward)
+            judged_again,
+            lambda pairs: anytime_p_value(pairs.only_a, pairs.only_b),  # the forward test
         )
         if changing:
             lost = [e for c in candidates if c.forward is not None for e in c.forward.errors]
-            raise refusal([*base.errors, *lost], changing, what="forward rollouts")
+            raise refusal([*base_errors, *lost], changing, what="forward rollouts")
     elif alternative is not None:
         notes.append("the forced action is validated by --forward rollouts only")
     best = _best(candidates, forward)

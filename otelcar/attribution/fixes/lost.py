@@ -21,10 +21,11 @@ from collections.abc import Callable, Sequence
 from otelcar.attribution.experiment.contrast import Pairs
 from otelcar.attribution.experiment.lost_samples import LostCounts
 from otelcar.attribution.fixes.result import DecisionCheck, FixCandidate, ForwardCheck
-from otelcar.attribution.stats import wilson
 
 #: ``verdict(p_adjusted, upper bound of the fixed rate)`` → PASS | PART | FAIL.
 Verdict = Callable[[float, float], str]
+#: ``verdict(p_adjusted, fixed failures, fixed rollouts judged)`` → PASS | PART | FAIL.
+ForwardVerdict = Callable[[float, int, int], str]
 
 
 def decision_could_change(
@@ -55,27 +56,23 @@ def decision_could_change(
 
 def forward_could_change(
     checks: Sequence[tuple[FixCandidate, ForwardCheck]],
-    rollouts: int,
-    verdict: Verdict,
+    verdict: ForwardVerdict,
     p_of: Callable[[Pairs], float],
 ) -> str | None:
-    """Why a candidate's forward verdict could change had its lost pairs (of ``rollouts``
-    per arm) been judged, else ``None``. ``p_of``: the forward test's p-value of the fixed
-    arm failing less than the unfixed one, on pairs (B: fixed, A: unfixed)."""
+    """Why a candidate's forward verdict could change had its lost pairs (of the rollouts
+    its sequential check ran, ``check.rollouts`` per arm) been judged, else ``None``.
+    ``p_of``: the forward test's p-value of the fixed arm failing less than the unfixed one,
+    on pairs (B: fixed, A: unfixed); ``verdict(p_adjusted, fixed failures, fixed judged)``."""
     factor = len(checks)
     for candidate, check in checks:
         both, only_fixed, only_base, neither = check.pairs
-        lost = max(0, rollouts - (both + only_fixed + only_base + neither))
+        lost = max(0, check.rollouts - (both + only_fixed + only_base + neither))
         if not lost:
             continue
         against = Pairs(both, only_fixed + lost, only_base, neither)
         for_fix = Pairs(both, only_fixed, only_base + lost, neither)
-        confidence = check.confidence
-        low = verdict(
-            min(1.0, factor * p_of(against)),
-            wilson(check.failed + lost, check.n + lost, confidence).high,
-        )
-        high = verdict(p_of(for_fix), wilson(check.failed, check.n + lost, confidence).high)
+        low = verdict(min(1.0, factor * p_of(against)), check.failed + lost, check.n + lost)
+        high = verdict(p_of(for_fix), check.failed, check.n + lost)
         if low == high == check.verdict:
             continue
         other = low if low != check.verdict else high

@@ -92,6 +92,10 @@ class ForwardCheck:
     verdict: str = "FAIL"
     errors: list[str] = field(default_factory=list)
     confidence: float = 0.95
+    #: Rollouts run per arm (the sequential test stops when its evidence suffices).
+    rollouts: int = 0
+    #: Whether the fixed failure rate was shown below ``max_rate`` (anytime-valid e-value).
+    below: bool = False
 
     @property
     def rate(self) -> float:
@@ -125,6 +129,8 @@ class ForwardCheck:
             "p_adjusted": self.p_adjusted,
             "verdict": self.verdict,
             "errors": self.errors[:20],
+            "rollouts": self.rollouts,
+            "rate_below_max": self.below,
         }
 
 
