@@ -49,3 +49,5 @@ def test_why_and_fix_forward_run_with_such_tools():
     forwards = [c.forward for c in repaired.candidates if c.forward is not None]
     # every rollout run was judged (the sequential check stops when its evidence suffices)
     assert forwards and all(f.errors == [] and 0 < f.n == f.rollouts <= 8 for f in forwards)
+    # 8 rollouts cannot show a failure rate below 0.3 (13 without failure can): it says so
+    assert any("no forward check can PASS" in note for note in repaired.notes)

@@ -87,7 +87,7 @@ def test_a_passing_fix_without_its_good_action_gives_a_note_and_a_forced_one_its
         seed=2,
         outcome=ToolCalled("issue_refund"),
         forward=True,
-        rollouts=10,
+        rollouts=16,  # a forward PASS needs 13 rollouts without failure to show a rate < 0.3
     ).to_dict()
     verdicts = {c["name"]: c["verdict"] for c in result["candidates"]}
     assert verdicts["forced"] == "PASS" and verdicts["untrusted"] == "PASS"

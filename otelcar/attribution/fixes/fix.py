@@ -69,7 +69,12 @@ from otelcar.attribution.fixes.result import (
     FixCandidate,
     FixResult,
 )
-from otelcar.attribution.stats import anytime_p_value, holm, rate_below_e_value
+from otelcar.attribution.stats import (
+    anytime_p_value,
+    holm,
+    rate_below_e_value,
+    trials_to_show_below,
+)
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
 from otelcar.outcome import Outcome
@@ -262,6 +267,13 @@ async def fix_async(
         )
         if base_errors:
             notes.append(f"{len(base_errors)} unfixed rollouts failed: {base_errors[0]}")
+        fewest = trials_to_show_below(0, 0, max_rate, alpha, rollouts)
+        if fewest > rollouts:
+            notes.append(
+                f"--rollouts {rollouts} cannot show a forward failure rate below {max_rate:g} "
+                f"(even 0 failures need {trials_to_show_below(0, 0, max_rate, alpha, 10_000)} "
+                "rollouts): no forward check can PASS, at best PART"
+            )
         for candidate, check in zip(candidates, forwards, strict=True):
             candidate.forward = check
 
