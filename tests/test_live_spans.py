@@ -133,7 +133,7 @@ def test_every_rollout_is_judged_on_its_own_trace(cleanup: Recorded) -> None:
         executor=executor,
     )
     assert result.summary()["status"] == {"final": 3}
-    assert executor.judged_on == {"trace": 3, "requests": 0}
+    assert executor.judged_on == {"trace": 3, "requests": 0, "process": 0}
     trace_ids = set()
     for rollout, failed in zip(result.rollouts, result.failures, strict=True):
         trace = rollout.trace

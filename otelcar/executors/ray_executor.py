@@ -9,7 +9,9 @@ registry, the recorded run, the outcome — and replays with the seeds derived f
 
 - **Routing.** Rollout ``r`` of an environment always goes to the same worker, which keeps
   that environment's request cache: the cache hits of a local run (rollout ``r`` under
-  neighbouring plans) happen there too.
+  neighbouring plans) happen there too. The answers a rollout added come back with it into
+  the driver's cache, so a call the driver makes itself (the policy check at the culprit,
+  which reuses the refutation's re-decisions) is served as in a local run.
 - **Budget.** Before a rollout is sent, the driver reserves the most policy calls it can make
   (its horizon plus the slack); the worker cannot exceed its reservation and reports what it
   spent, the rest is returned. A reservation smaller than that waits for rollouts in flight to
@@ -297,6 +299,8 @@ class RayExecutor:
         await ledger.settle(grant, reply.calls, reply.tokens)
         for key, value in reply.accounting.items():
             setattr(env.accounting, key, getattr(env.accounting, key) + value)
+        for key, decision in reply.made.items():  # later driver-side calls hit, as locally
+            env.cache.setdefault(key, decision)
         return reply.judged
 
     # -- whole tasks --------------------------------------------------------------------------

@@ -87,12 +87,32 @@ class SharedEnvironment:
 
 @dataclass(frozen=True)
 class RolloutReply:
-    """A rollout, its outcome, its accounting and what it took from its budget share."""
+    """A rollout, its outcome, its accounting, what it took from its budget share, and the
+    policy answers it added to the worker's request cache (``made``: the driver adds them to
+    its own, so what the driver asks later — the policy check at the culprit — is served as
+    a local run serves it)."""
 
     judged: Judged
     accounting: dict[str, int]
     calls: int
     tokens: int
+    made: dict[str, Any] = field(default_factory=dict)
+
+
+class RecordingCache:
+    """A worker's shared request cache, seen by one rollout: what the rollout adds is also
+    kept in :attr:`made`."""
+
+    def __init__(self, shared: dict[str, Any]) -> None:
+        self.shared = shared
+        self.made: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        return self.shared.get(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.shared[key] = value
+        self.made[key] = value
 
 
 class RolloutWorker:
@@ -142,17 +162,22 @@ class RolloutWorker:
             self._environments, env_key, env_box, WORKER_ENVIRONMENTS, SharedEnvironment
         )
         run, outcome = await self._load(self._jobs, job_key, job_box, WORKER_JOBS)
+        cache = RecordingCache(shared.cache)
         env = Environment(
             shared.registry,
             budget,
-            cache=shared.cache,
+            cache=cache,  # type: ignore[arg-type]
             _semaphores=shared.semaphores,
             _pending=shared.pending,
         )
         calls, tokens = budget.calls, budget.tokens
         judged = await replay_and_judge(run, plan, env, index=index, seed=seed, outcome=outcome)
         return RolloutReply(
-            judged, env.accounting.to_dict(), budget.calls - calls, budget.tokens - tokens
+            judged,
+            env.accounting.to_dict(),
+            budget.calls - calls,
+            budget.tokens - tokens,
+            cache.made,
         )
 
     async def call(self, payload: Payload) -> Any:
