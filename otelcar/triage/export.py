@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from otelcar.triage.summaries import cause_of
+
 #: The service name of the spans triage emits.
 SERVICE = "otelcar-triage"
 
@@ -63,8 +65,6 @@ class ResultExporter:
 def _attributes(state: dict[str, Any]) -> dict[str, Any]:
     """The span attributes of a state (``None`` values left out: OTel has no null)."""
     culprit = state.get("culprit") if isinstance(state.get("culprit"), dict) else {}
-    why = state.get("why") if isinstance(state.get("why"), dict) else {}
-    cause = why.get("cause") if isinstance(why.get("cause"), dict) else {}
     values: dict[str, Any] = {
         "otelcar.triage.trace_id": state.get("trace_id"),
         "otelcar.triage.service": state.get("service"),
@@ -76,6 +76,6 @@ def _attributes(state: dict[str, Any]) -> dict[str, Any]:
         "otelcar.culprit.name": culprit.get("name"),
         "otelcar.culprit.delta": culprit.get("delta"),
         "otelcar.headline": state.get("headline"),
-        "otelcar.cause": cause.get("text"),
+        "otelcar.cause": cause_of(state.get("why")),
     }
     return {k: v for k, v in values.items() if v is not None}

@@ -43,7 +43,7 @@ class Failure:
         return asdict(self)
 
 
-def _cause(why: Any) -> str | None:
+def cause_of(why: Any) -> str | None:
     """The text ``why`` named as the cause (its ``cause`` piece), if it found one."""
     cause = why.get("cause") if isinstance(why, dict) else None
     text = cause.get("text") if isinstance(cause, dict) else None
@@ -59,7 +59,7 @@ def _failure(state: dict[str, Any]) -> Failure:
         verdict=state.get("verdict"),
         culprit=state.get("culprit") if isinstance(state.get("culprit"), dict) else None,
         headline=state.get("headline"),
-        cause=_cause(state.get("why")),
+        cause=cause_of(state.get("why")),
         calls=int(state.get("calls") or 0),
         updated_at=state.get("updated_at"),
         finished_at=state.get("finished_at"),

@@ -32,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from otelcar.messages import decode_arguments
+from otelcar.report.view import pretty
 from otelcar.views import fold_contexts
 
 #: Steps per page of the trace page.
@@ -53,13 +54,6 @@ def clip(text: str | None, limit: int | None = CLIP_CHARS) -> Clipped:
     if text is None or limit is None or len(text) <= limit:
         return Clipped(text)
     return Clipped(text[:limit], len(text) - limit)
-
-
-def pretty(value: Any) -> str:
-    """A decoded JSON value as indented text; strings as they are."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def is_error(status: str | None) -> bool:
@@ -193,6 +187,11 @@ def step_view(
     }
 
 
+def pages_of(numbers: list[int], per_page: int) -> dict[int, int]:
+    """Step number → the page (from 1) it is on, ``numbers`` in step order."""
+    return {step: i // per_page + 1 for i, step in enumerate(numbers)}
+
+
 def trace_page(steps: pl.DataFrame, page: int = 1, per_page: int = PAGE_STEPS) -> dict[str, Any]:
     """Page ``page`` (from 1; clamped to the pages there are) of ``steps``: ``steps`` (the
     page's step views), ``page``, ``pages``, ``per_page``, ``first``/``last`` step numbers
@@ -212,7 +211,7 @@ def trace_page(steps: pl.DataFrame, page: int = 1, per_page: int = PAGE_STEPS) -
         "per_page": per_page,
         "first": views[0]["step"] if views else None,
         "last": views[-1]["step"] if views else None,
-        "page_of": {step: i // per_page + 1 for i, step in enumerate(numbers)},
+        "page_of": pages_of(numbers, per_page),
         "bars": bars(steps),
         "totals": totals(steps),
         "tree": span_tree(steps),
@@ -229,6 +228,6 @@ def step_page(steps: pl.DataFrame, step: int) -> dict[str, Any] | None:
     (row,) = steps.filter(pl.col("step") == step).iter_rows(named=True)
     return {
         "step": step_view(row, results=result_steps(steps), limit=None),
-        "page": numbers.index(step) // PAGE_STEPS + 1,
-        "page_of": {s: i // PAGE_STEPS + 1 for i, s in enumerate(numbers)},
+        "page_of": (page_of := pages_of(numbers, PAGE_STEPS)),
+        "page": page_of[step],
     }
