@@ -1,0 +1,167 @@
+"""The request of each analysis a user starts on one recorded trace — ``attribute``, ``why``
+and ``fix`` — as a frozen type: every option once, with its type, default, bounds and help
+text (:func:`~otelcar.analyses.options.option`).
+
+The CLI's options, the MCP tools' arguments and the console's run form are made from these
+types, and every front end starts the analysis with :func:`otelcar.analyses.run` of a
+request, so the same request gives the same result wherever it is made. ``budget`` and
+``seed`` left ``None`` are ``[replay] max_calls`` and ``[replay] seed`` of ``otelcar.toml``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from otelcar.analyses.options import Request, option
+
+#: What ``--same`` takes besides ``regex:PATTERN`` and ``judge:POLICY_KEY``: the values a
+#: choice list offers (:func:`otelcar.attribution.context.decisions.same_decision`).
+SAMES = ("outcome", "tool", "tool+args", "judge")
+#: Re-decisions per step of the policy check ``attribute`` runs at its culprit: 8 shows a
+#: policy that reproduces the action at most once to be below 50 % (Wilson upper bound).
+POLICY_CHECK_SAMPLES = 8
+#: The names a decision step may be given by instead of its number.
+Step = int | Literal["culprit", "last"]
+
+SAME_HELP = (
+    "What counts as the same decision: outcome (the call the outcome counts: its tool and "
+    "arguments), tool, tool+args, regex:PATTERN (over 'name {json args}' of each call), "
+    "judge or judge:POLICY_KEY."
+)
+STEP_HELP = (
+    "Decision step number, 'culprit' (the attribution's: from --attribution FILE, else "
+    "attribute first) or 'last'."
+)
+SEED_HELP = "Base seed (default: [replay] seed)."
+
+
+def _budget(help: str) -> Any:
+    return option(None, help, ge=1, names={"mcp": "max_calls"}, form=True)
+
+
+def _seed() -> Any:
+    return option(None, SEED_HELP, ge=0, form=True)
+
+
+@dataclass(frozen=True)
+class AttributeRequest(Request):
+    """``otelcar attribute``: which step caused the failure."""
+
+    kind: ClassVar[str] = "attribute"
+    #: Field names the library calls otherwise.
+    library_names: ClassVar[dict[str, str]] = {"refute": "refutation"}
+
+    rollouts: int | None = option(
+        None, "Fixed-R mode: R rollouts per plan.", flags=("-n", "--rollouts"), ge=1, form=True
+    )
+    max_rollouts: int = option(64, "Adaptive mode: most rollouts per plan.", ge=1)
+    first_look: int = option(
+        8, "Adaptive mode: rollouts per plan at the first look (then doubling).", ge=1
+    )
+    margin: float = option(
+        0.3,
+        "Locked-in needs every step's upper bound on Δ below this (an equivalence); while "
+        "the failure looks locked in, steps above it get more rollouts.",
+        gt=0,
+        le=1,
+    )
+    confidence: float = option(
+        0.95,
+        "Confidence level of the step effects' intervals; 1 - confidence is the tests' "
+        "family-wise alpha.",
+        gt=0,
+        lt=1,
+    )
+    mode: Literal["auto", "curve", "bisect"] = option(
+        "auto",
+        "curve: every step's q; bisect: binary search for the largest jump (long traces), "
+        "falling back to the curve when the ends show no rise; auto: bisect above 40 decisions.",
+        form=True,
+    )
+    shapley: bool = option(
+        False,
+        "Also Shapley values of the steps with the largest effects (AND/OR failures).",
+        form=True,
+    )
+    shapley_pairs: int = option(4, "Antithetic permutation pairs for --shapley.", ge=1)
+    refute: bool = option(
+        True,
+        "Check a culprit on fresh rollouts: a placebo (its recorded action done, Δ must "
+        "vanish) and its effect measured again on new seeds.",
+        flags=("--refute/--no-refute",),
+        form=True,
+    )
+    refute_rollouts: int = option(
+        32,
+        "Most rollouts per plan of the refutation (a sequential test read after every "
+        "batch: it stops as soon as the culprit's effect is significant again, or can no "
+        "longer become so within this).",
+        ge=4,
+    )
+    policy_check: int = option(
+        POLICY_CHECK_SAMPLES,
+        "Re-decide the culprit (and the harmful step) N times on its recorded context and "
+        "say when the policy rarely reproduces the recorded action there; the re-decisions the "
+        "refutation already made there count (0: skip; every step: otelcar replay --check-policy).",
+        ge=0,
+        metavar="N",
+    )
+    budget: int | None = _budget("Most policy calls to spend.")
+    seed: int | None = _seed()
+    credit: bool = option(False, "For a passing run: which step secured success.")
+
+
+@dataclass(frozen=True)
+class DecisionRequest(Request):
+    """The options ``why`` and ``fix`` share: which decision, how it is re-decided, and the
+    error rate of the tests."""
+
+    library_names: ClassVar[dict[str, str]] = {}
+
+    step: Step = option("culprit", STEP_HELP, form=True)  # noqa: RUF009 (a field, as field())
+    samples: int = option(
+        10,
+        "Re-decisions per arm (base arm and confirmations).",
+        flags=("--samples", "-R"),
+        ge=2,
+        form=True,
+    )
+    same: str = option("outcome", SAME_HELP, offered=SAMES, form=True)
+    seed: int | None = _seed()
+    alpha: float = option(0.05, "Family-wise error.", gt=0, lt=1)
+
+
+@dataclass(frozen=True)
+class WhyRequest(DecisionRequest):
+    """``otelcar why``: which text in the context of a decision made the agent take it."""
+
+    kind: ClassVar[str] = "why"
+
+    fill: str = option("cut", "Removed text: cut, marker, neutral, empty or text:YOUR TEXT.")
+    budget: int | None = _budget("Most policy calls to spend.")
+    max_tests: int | None = option(
+        None, "Declared number of tests (default: 3 × pieces + 20).", ge=1
+    )
+    full: bool = option(False, "Narrow every confirmed piece, not just the first.")
+
+
+@dataclass(frozen=True)
+class FixRequest(DecisionRequest):
+    """``otelcar fix``: candidate fixes for a decision, validated on its failed context."""
+
+    kind: ClassVar[str] = "fix"
+
+    forward: bool = option(False, "Also validate by full rollouts (needs an outcome).", form=True)
+    rollouts: int = option(20, "Forward rollouts per plan.", ge=1)
+    max_rate: float = option(
+        0.3,
+        "PASS needs the upper 95% bound of the bad-decision rate at or below this.",
+        gt=0,
+        le=1,
+    )
+    budget: int | None = _budget("Most policy calls to spend (why and fix together).")
+
+
+#: The request type of each analysis, by its name.
+REQUESTS: dict[str, type[Request]] = {r.kind: r for r in (AttributeRequest, WhyRequest, FixRequest)}
