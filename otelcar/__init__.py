@@ -35,6 +35,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from otelcar.errors import FormatError, OtelcarError, StoreError, TraceNotFound
+from otelcar.version import __version__
 
 if TYPE_CHECKING:
     from otelcar.attribution.aggregate import (
@@ -72,8 +73,6 @@ if TYPE_CHECKING:
     from otelcar.replay.recorded import RecordedRun, load_run
     from otelcar.schema import STEPS_SCHEMA, TRACES_SCHEMA
     from otelcar.store import ImportReport, Store, scan_store
-
-__version__ = "0.1.0"
 
 #: Public name → the module that defines it.
 _LAZY = {

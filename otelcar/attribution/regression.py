@@ -2,8 +2,8 @@
 had a pytest plugin: those files say ``from otelcar.attribution.regression import
 check_decision`` and call it with a saved trace and an ``otelcar.toml``, and keep working.
 
-Because it reads project configuration, this module belongs to the application layer, not
-to attribution (``tests/test_layers.py`` places it there); nothing in otelcar imports it.
+It reads the project configuration (:mod:`otelcar.project_config`, which sits below
+attribution with the replay pieces it builds); nothing in otelcar imports it.
 Tests written now use the ``otelcar_agent`` fixture (:mod:`otelcar.pytest_plugin`).
 """
 

@@ -8,7 +8,7 @@ A plugin is a module declared in the ``otelcar`` entry-point group of its distri
 
 whose functions marked ``@otelcar.plugins.hookimpl`` implement the hooks of
 :mod:`otelcar.plugins.hookspecs` (``register_mappers(register)``, …, ``register_commands(cli)``).
-The built-ins are the plugin :mod:`otelcar.plugins.builtins`, registered first. Plugins load
+The built-ins are the plugin :mod:`otelcar.builtin_plugin`, registered first. Plugins load
 lazily (:mod:`otelcar.plugins.manager`): ``import otelcar`` loads none, and each registry runs
 its hook the first time it is consulted (:mod:`otelcar.plugins.door`). ``otelcar plugins``
 lists what is installed; ``docs/plugins.md`` is the guide to writing one.

@@ -1,7 +1,7 @@
 """Finding plugins and calling their hooks, lazily and with each plugin's errors isolated.
 
 A :class:`PluginHost` owns one pluggy ``PluginManager``. It is built the first time a hook is
-needed (never at ``import otelcar``): the built-in plugin (:mod:`otelcar.plugins.builtins`)
+needed (never at ``import otelcar``): the built-in plugin (:mod:`otelcar.builtin_plugin`)
 is registered first, then every entry point of the ``otelcar`` group, in the order
 :func:`importlib.metadata.entry_points` finds them. Each registry then asks for its own hook
 (:meth:`PluginHost.ensure`) the first time it is consulted, so reading a dump does not import
@@ -35,7 +35,7 @@ from otelcar.plugins.hookspecs import ENTRY_POINT_GROUP, HOOKS, PROJECT, REGISTE
 
 #: The name the built-in plugin is listed under.
 BUILTIN_NAME = "otelcar"
-BUILTIN_MODULE = "otelcar.plugins.builtins"
+BUILTIN_MODULE = "otelcar.builtin_plugin"
 
 Report = Callable[[str, BaseException | None], None]
 
@@ -299,7 +299,7 @@ class PluginHost:
 
 
 def _version() -> str:
-    from otelcar import __version__
+    from otelcar.version import __version__
 
     return __version__
 

@@ -36,12 +36,12 @@ from typing import Any
 
 import polars as pl
 
-from otelcar import __version__
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments, describe_action
 from otelcar.replay.engine import RolloutSet
 from otelcar.replay.rollout_table import ROLLOUT_SCHEMA
 from otelcar.schema import STEPS_SCHEMA
+from otelcar.version import __version__
 
 TIMELINE_VERSION = 1
 #: What a timeline may be called: a letter or digit, then letters, digits, ``.``, ``_``, ``-``.

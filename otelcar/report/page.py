@@ -11,8 +11,8 @@ import base64
 import hashlib
 from typing import Any
 
-from otelcar import __version__
 from otelcar.report.markup import Safe, el, esc, script_json
+from otelcar.version import __version__
 
 CSS = """
 .ctl { color: #b00; background: #fee; border-radius: 2px; font-family: monospace; }

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from otelcar import __version__
+from otelcar.version import __version__
 
 FORMAT = 1
 FOLDER = "live_requests"

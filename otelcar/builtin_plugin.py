@@ -1,6 +1,10 @@
 """The built-in plugin: otelcar's own mappers, formats, policy types, outcomes, executors and
 sources, registered through the same hooks as a third party's (:mod:`otelcar.plugins.hookspecs`).
 
+It reaches into every layer, so it lives in the application layer, not in the plugin door
+(:mod:`otelcar.plugins`, which every registry imports): the plugin manager loads it by name
+(:data:`otelcar.plugins.manager.BUILTIN_MODULE`), as it loads a third party's.
+
 It is registered before every other plugin, so a plugin registering a name a built-in has
 replaces it (with a ``note:``). Each hook imports its area only when called: mapping spans
 imports no policy, reading ``[outcome]`` no mapper. Built-in commands are not here: the command
