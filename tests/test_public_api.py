@@ -42,6 +42,29 @@ def test_import_otelcar_loads_neither_polars_nor_the_readers() -> None:
     assert out.strip() == "[]"
 
 
+def test_the_statistics_import_without_polars_or_the_estimators() -> None:
+    """``otelcar.attribution.stats`` is pure: importing it runs the package's lazy
+    ``__init__`` and nothing else of attribution (issue 38), and its names still resolve."""
+    code = (
+        "import sys, otelcar.attribution.stats; "
+        "print('polars' in sys.modules, sorted(m for m in sys.modules if m.startswith('otelcar')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    assert out.strip() == (
+        "False ['otelcar', 'otelcar.attribution', 'otelcar.attribution.stats', "
+        "'otelcar.errors', 'otelcar.version']"
+    )
+    from otelcar import attribution
+    from otelcar.attribution.steps.attribute import attribute
+
+    assert attribution.attribute is attribute
+    assert set(attribution.__all__) <= set(dir(attribution))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        attribution.nope  # noqa: B018
+
+
 @pytest.mark.parametrize(
     ("sync", "coroutine"),
     [
