@@ -20,7 +20,7 @@ reader that reads it. A record that does not decode is skipped with an
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -28,8 +28,9 @@ import polars as pl
 from otelcar.errors import FormatError
 from otelcar.importer import UndecodedRecordWarning, expand_paths, iter_file_records
 from otelcar.ingest.files import FILE_FORMATS
-from otelcar.ingest.frames import LogFrame, SpanFrame
-from otelcar.ingest.raw import FORMAT_UNKNOWN, decode_record
+from otelcar.ingest.raw import FORMAT_UNKNOWN, RawRecord
+from otelcar.store.decoding import derive
+from otelcar.store.report import ImportReport
 from otelcar.store.tables import steps_frame
 from otelcar.trajectory import build_traces
 
@@ -95,25 +96,29 @@ def _read(
         )
     if isinstance(paths, str | Path):
         paths = [paths]
-    spans: list[SpanFrame] = []
-    logs: list[LogFrame] = []
-    seq = 0
-    for record in iter_file_records(expand_paths(paths), format=format):
-        if family is not None and record.format not in (*family, FORMAT_UNKNOWN):
+    records = iter_file_records(expand_paths(paths), format=format)
+    if family is not None:
+        records = _of_family(records, family, reader)
+    report = ImportReport()
+    done = derive(records, report)
+    for problem in report.unparsed:
+        warnings.warn(
+            f"{problem.source} {problem.position}: {problem.reason}",
+            UndecodedRecordWarning,
+            stacklevel=3,
+        )
+    return steps_frame(build_traces(done.spans, done.logs))
+
+
+def _of_family(
+    records: Iterable[RawRecord], family: tuple[str, ...], reader: str
+) -> Iterator[RawRecord]:
+    """``records``, until one of a format outside ``family``: a :class:`FormatError` naming
+    the reader that reads it."""
+    for record in records:
+        if record.format not in (*family, FORMAT_UNKNOWN):
             raise FormatError(
                 f"{record.source}: a {record.format} file, which {reader} does not read "
                 f"(use {_reader_of(record.format)}, or read_traces for any format)"
             )
-        try:
-            decoded, _ = decode_record(record)
-        except FormatError as exc:
-            warnings.warn(
-                f"{record.source} {record.position}: {exc}", UndecodedRecordWarning, stacklevel=3
-            )
-            continue
-        for item in [*decoded.spans, *decoded.logs]:
-            item.seq = seq
-            seq += 1
-        spans.extend(decoded.spans)
-        logs.extend(decoded.logs)
-    return steps_frame(build_traces(spans, logs))
+        yield record

@@ -18,7 +18,7 @@ import polars as pl
 
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord
-from otelcar.store.decoding import decode_counted
+from otelcar.store.decoding import derive
 from otelcar.store.report import ImportReport
 from otelcar.store.tables import steps_frame
 from otelcar.trajectory import TraceBuild, build_traces
@@ -50,8 +50,9 @@ class TraceSink(Protocol):
 
 class InMemorySink:
     """A :class:`TraceSink` in this process's memory. Records are deduplicated by record id
-    (exporters retry), derived by the same decoder as the store's, and read back with
-    :meth:`steps`; nothing survives the process, and nothing is ever dropped or cut."""
+    (exporters retry), derived as the store derives them
+    (:func:`~otelcar.store.decoding.derive`), and read back with :meth:`steps`; nothing
+    survives the process, and nothing is ever dropped or cut."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -81,24 +82,10 @@ class InMemorySink:
             self._derived = len(self._records)
             seq = len(self._spans) + len(self._logs)
             seen = {s.trace_id for s in self._spans} | {g.trace_id for g in self._logs}
-            new_spans: list[SpanFrame] = []
-            new_logs: list[LogFrame] = []
-            for record in pending:
-                if record.record_id in self._known:
-                    report.duplicates += 1
-                    continue
-                self._known.add(record.record_id)
-                decoded = decode_counted(record, report, seq=seq)
-                seq += len(decoded.spans) + len(decoded.logs)
-                new_spans.extend(decoded.spans)
-                new_logs.extend(decoded.logs)
-            self._spans.extend(new_spans)
-            self._logs.extend(new_logs)
-            report.traces = {s.trace_id for s in new_spans} | {
-                g.trace_id for g in new_logs if g.trace_id
-            }
+            done = derive(pending, report, seq=seq, known=self._known)
+            self._spans.extend(done.spans)
+            self._logs.extend(done.logs)
             report.new_traces = len(report.traces - seen)
-            report.logs_without_trace = sum(1 for g in new_logs if not g.trace_id)
             self.report.merge(report)
         return report
 

@@ -28,10 +28,9 @@ import polars as pl
 
 from otelcar.config import default_store_path
 from otelcar.errors import StoreBusy, StoreError, TraceNotFound
-from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.ingest.raw import RawRecord
 from otelcar.sources import LoadedTrace, TraceFilter, filter_index
-from otelcar.store.decoding import decode_counted
+from otelcar.store.decoding import derive
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport
 from otelcar.store.segments import Quarantined, SegmentLog, StoredFrame
@@ -226,18 +225,16 @@ class Store:
     def _build(
         self, derived: DerivedTables, frames: list[StoredFrame], known: set[str]
     ) -> ImportReport:
-        report = ImportReport()
+        report = ImportReport(records=len(frames))
         state = derived.state
         build_id = state.next_build
-        seq = state.next_seq
+        done = derive((f.record for f in frames), report, seq=state.next_seq, known=known)
+        spans, logs, seq = done.spans, done.logs, done.seq
         record_rows: list[dict] = []
-        spans: list[SpanFrame] = []
-        logs: list[LogFrame] = []
-        for frame in frames:
+        for frame, decoded in zip(frames, done.decoded, strict=True):
             record = frame.record
-            record_id = record.record_id
             row = {
-                "record_id": record_id,
+                "record_id": record.record_id,
                 "segment": frame.segment,
                 "offset": frame.offset,
                 "length": frame.length,
@@ -245,27 +242,15 @@ class Store:
                 "signal": record.signal,
                 "source": record.source,
                 "position": record.position,
-                "status": "imported",
-                "reason": None,
+                "status": "duplicate" if decoded is None else decoded.status,
+                "reason": None if decoded is None else decoded.reason,
                 "n_spans": 0,
                 "n_logs": 0,
                 "n_rejected": 0,
                 "received_ns": frame.received_ns,
                 "build_id": build_id,
             }
-            report.records += 1
-            if record_id in known:
-                row["status"] = "duplicate"
-                report.duplicates += 1
-                record_rows.append(row)
-                continue
-            known.add(record_id)
-            decoded = decode_counted(record, report, seq=seq)
-            seq += len(decoded.spans) + len(decoded.logs)
-            spans.extend(decoded.spans)
-            logs.extend(decoded.logs)
-            row.update(status=decoded.status, reason=decoded.reason)
-            if decoded.status != "unparsed":
+            if decoded is not None and decoded.status != "unparsed":
                 row.update(
                     signal=decoded.signal,
                     n_spans=len(decoded.spans),
@@ -274,10 +259,8 @@ class Store:
                 )
             record_rows.append(row)
 
-        affected = {s.trace_id for s in spans} | {log.trace_id for log in logs if log.trace_id}
-        report.logs_without_trace = sum(1 for log in logs if not log.trace_id)
+        affected = report.traces
         earlier = derived.known_traces(affected)
-        report.traces = affected
         report.new_traces = len(affected - earlier)
         all_spans = derived.load_spans(earlier, before=build_id) + spans
         all_logs = derived.load_logs(earlier, before=build_id) + logs
