@@ -33,10 +33,10 @@ class Option:
     ``help``: one text for the CLI's ``--help``, the MCP tool's input schema and the console
     form's hint. ``flags``: the CLI's declarations (default ``--field-name``; a
     ``--x/--no-x`` pair for a flag that is on by default). ``ge``, ``gt``, ``le``, ``lt``:
-    bounds of a number. ``names``: the name a front end uses instead of the field's
-    (``{"mcp": "max_calls"}``). ``offered``: for a text option that also takes other forms,
+    bounds of a number. ``names``: the names front ends use instead of the field's
+    (``(("mcp", "max_calls"),)``). ``offered``: for a text option that also takes other forms,
     the values a choice list offers (each one the analysis accepts). ``metavar``: the CLI's
-    placeholder. ``form``: whether the console's run form has it."""
+    placeholder."""
 
     help: str
     flags: tuple[str, ...] = ()
@@ -44,10 +44,9 @@ class Option:
     gt: float | None = None
     le: float | None = None
     lt: float | None = None
-    names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    names: tuple[tuple[str, str], ...] = ()
     offered: tuple[str, ...] = ()
     metavar: str | None = None
-    form: bool = False
 
 
 def option(default: Any, help: str, **how: Any) -> Any:
@@ -78,7 +77,7 @@ class Spec:
 
     def name_in(self, front_end: str) -> str:
         """The name ``front_end`` (``cli``, ``mcp``, ``form``) gives the option."""
-        return self.option.names.get(front_end, self.name)
+        return dict(self.option.names).get(front_end, self.name)
 
     def bounds(self) -> dict[str, float]:
         """The bounds that are set, as ``{"ge": 1}``."""

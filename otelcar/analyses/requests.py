@@ -37,11 +37,11 @@ SEED_HELP = "Base seed (default: [replay] seed)."
 
 
 def _budget(help: str) -> Any:
-    return option(None, help, ge=1, names={"mcp": "max_calls"}, form=True)
+    return option(None, help, ge=1, names=(("mcp", "max_calls"),))
 
 
 def _seed() -> Any:
-    return option(None, SEED_HELP, ge=0, form=True)
+    return option(None, SEED_HELP, ge=0)
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class AttributeRequest(Request):
     library_names: ClassVar[dict[str, str]] = {"refute": "refutation"}
 
     rollouts: int | None = option(
-        None, "Fixed-R mode: R rollouts per plan.", flags=("-n", "--rollouts"), ge=1, form=True
+        None, "Fixed-R mode: R rollouts per plan.", flags=("-n", "--rollouts"), ge=1
     )
     max_rollouts: int = option(64, "Adaptive mode: most rollouts per plan.", ge=1)
     first_look: int = option(
@@ -77,12 +77,10 @@ class AttributeRequest(Request):
         "auto",
         "curve: every step's q; bisect: binary search for the largest jump (long traces), "
         "falling back to the curve when the ends show no rise; auto: bisect above 40 decisions.",
-        form=True,
     )
     shapley: bool = option(
         False,
         "Also Shapley values of the steps with the largest effects (AND/OR failures).",
-        form=True,
     )
     shapley_pairs: int = option(4, "Antithetic permutation pairs for --shapley.", ge=1)
     refute: bool = option(
@@ -90,7 +88,6 @@ class AttributeRequest(Request):
         "Check a culprit on fresh rollouts: a placebo (its recorded action done, Δ must "
         "vanish) and its effect measured again on new seeds.",
         flags=("--refute/--no-refute",),
-        form=True,
     )
     refute_rollouts: int = option(
         32,
@@ -107,7 +104,7 @@ class AttributeRequest(Request):
         ge=0,
         metavar="N",
     )
-    budget: int | None = _budget("Most policy calls to spend.")
+    budget: int | None = _budget("Most policy calls to spend (default: [replay] max_calls).")
     seed: int | None = _seed()
     credit: bool = option(False, "For a passing run: which step secured success.")
 
@@ -119,15 +116,14 @@ class DecisionRequest(Request):
 
     library_names: ClassVar[dict[str, str]] = {}
 
-    step: Step = option("culprit", STEP_HELP, form=True)  # noqa: RUF009 (a field, as field())
+    step: Step = option("culprit", STEP_HELP, metavar="STEP")  # noqa: RUF009 (a field, as field())
     samples: int = option(
         10,
         "Re-decisions per arm (base arm and confirmations).",
         flags=("--samples", "-R"),
         ge=2,
-        form=True,
     )
-    same: str = option("outcome", SAME_HELP, offered=SAMES, form=True)
+    same: str = option("outcome", SAME_HELP, offered=SAMES)
     seed: int | None = _seed()
     alpha: float = option(0.05, "Family-wise error.", gt=0, lt=1)
 
@@ -139,7 +135,7 @@ class WhyRequest(DecisionRequest):
     kind: ClassVar[str] = "why"
 
     fill: str = option("cut", "Removed text: cut, marker, neutral, empty or text:YOUR TEXT.")
-    budget: int | None = _budget("Most policy calls to spend.")
+    budget: int | None = _budget("Most policy calls to spend (default: [replay] max_calls).")
     max_tests: int | None = option(
         None, "Declared number of tests (default: 3 × pieces + 20).", ge=1
     )
@@ -152,7 +148,7 @@ class FixRequest(DecisionRequest):
 
     kind: ClassVar[str] = "fix"
 
-    forward: bool = option(False, "Also validate by full rollouts (needs an outcome).", form=True)
+    forward: bool = option(False, "Also validate by full rollouts (needs an outcome).")
     rollouts: int = option(20, "Forward rollouts per plan.", ge=1)
     max_rate: float = option(
         0.3,
@@ -160,7 +156,9 @@ class FixRequest(DecisionRequest):
         gt=0,
         le=1,
     )
-    budget: int | None = _budget("Most policy calls to spend (why and fix together).")
+    budget: int | None = _budget(
+        "Most policy calls to spend, why and fix together (default: [replay] max_calls)."
+    )
 
 
 #: The request type of each analysis, by its name.

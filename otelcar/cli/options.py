@@ -206,3 +206,82 @@ class TimeParam(click.ParamType):
             return parse_time(str(value))
         except ValueError as exc:
             self.fail(str(exc))
+
+
+# -- options made from a request type (otelcar.analyses.requests) -------------------------------
+def request_options(
+    request_type: type, *, only: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click options of ``request_type``'s fields (:func:`click_option` each, in their
+    order): ``only`` those named, or all but those in ``exclude``. The command receives each
+    under its field name, so ``request_type(**those)`` is the request."""
+    from otelcar.analyses.options import specs
+
+    chosen = [
+        s for s in specs(request_type) if (not only or s.name in only) and s.name not in exclude
+    ]
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        for spec in reversed(chosen):
+            function = click_option(spec)(function)
+        return function
+
+    return decorate
+
+
+def click_option(spec: Any) -> Callable[..., Any]:
+    """The click option of one request option (:class:`~otelcar.analyses.options.Spec`): its
+    flags (default ``--field-name``), type with bounds or choices, default and help."""
+    flags = spec.option.flags or ("--" + spec.name.replace("_", "-"),)
+    settings: dict[str, Any] = {"default": spec.default, "help": spec.help}
+    if spec.kind is bool:
+        if "/" not in flags[0]:  # a --x/--no-x pair is a flag by its declaration
+            settings["is_flag"] = True
+        settings["show_default"] = spec.default is True
+    else:
+        settings["type"] = _click_type(spec)
+        settings["show_default"] = spec.default is not None
+    if spec.option.metavar:
+        settings["metavar"] = spec.option.metavar
+    return click.option(*flags, spec.name, **settings)
+
+
+def _click_type(spec: Any) -> Any:
+    """A number with its bounds (``IntRange``/``FloatRange``), a closed choice, a number or
+    one of some names (:class:`NumberOrName`), or text."""
+    if spec.kind is str:
+        return click.Choice(spec.choices) if spec.choices else click.STRING
+    if spec.choices:
+        return NumberOrName(spec.choices)
+    bounds = spec.bounds()
+    if not bounds:
+        return click.INT if spec.kind is int else click.FLOAT
+    ranged = click.IntRange if spec.kind is int else click.FloatRange
+    return ranged(
+        min=bounds.get("ge", bounds.get("gt")),
+        max=bounds.get("le", bounds.get("lt")),
+        min_open="gt" in bounds,
+        max_open="lt" in bounds,
+    )
+
+
+class NumberOrName(click.ParamType):
+    """A whole number, or one of ``names`` (``--step 4``, ``--step culprit``)."""
+
+    name = "number"
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[INTEGER|" + "|".join(self.names) + "]"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | str:
+        if isinstance(value, int) or value in self.names:
+            return value
+        text = str(value)
+        if text.lstrip("-").isdigit():
+            return int(text)
+        self.fail(f"{value!r}: a whole number, {' or '.join(self.names)}")

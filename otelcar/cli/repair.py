@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from otelcar.analyses.requests import DecisionRequest, FixRequest, WhyRequest
 from otelcar.cli.common import write_json
 from otelcar.cli.options import (
     config_option,
@@ -20,6 +21,7 @@ from otelcar.cli.options import (
     executor_options,
     fail_if_option,
     json_option,
+    request_options,
     source_option,
 )
 from otelcar.cost import policy_calls_text
@@ -31,39 +33,22 @@ if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a com
     from otelcar.replay import Budget
 
 CONFIG_HELP = "otelcar.toml with the policies (and the outcome, for --step culprit/--forward)."
-SAME_HELP = (
-    "What counts as the same decision: outcome (the call the outcome counts: its tool and "
-    "arguments), tool, tool+args, regex:PATTERN (over 'name {json args}' of each call), "
-    "judge or judge:POLICY_KEY."
-)
+#: The options of :class:`~otelcar.analyses.requests.DecisionRequest` that ``test`` takes too.
+SHARED = ("step", "samples", "same", "seed")
 
 
 def _common(function: Callable[..., Any]) -> Callable[..., Any]:
     """The options ``why``, ``fix`` and ``test`` share."""
     options = [
         click.argument("trace_id"),
-        click.option(
-            "--step",
-            default="culprit",
-            show_default=True,
-            help="Decision step number, 'culprit' (the attribution's: from --attribution "
-            "FILE, else attribute first) or 'last'.",
-        ),
+        request_options(DecisionRequest, only=("step",)),
         config_option(CONFIG_HELP),
-        click.option(
-            "--samples",
-            "-R",
-            type=int,
-            default=10,
-            show_default=True,
-            help="Re-decisions per arm (base arm and confirmations).",
-        ),
-        click.option("--same", default="outcome", show_default=True, help=SAME_HELP),
+        request_options(DecisionRequest, only=("samples", "same")),
         fail_if_option(
             "Outcome rule (tool_called:NAME, tool_not_called:NAME, final_answer:REGEX); "
             "overrides [outcome]."
         ),
-        click.option("--seed", type=int, help="Base seed (default: [replay] seed)."),
+        request_options(DecisionRequest, only=("seed",)),
         source_option(),
     ]
     for option in reversed(options):
@@ -225,16 +210,7 @@ def render_fix(console: Console, result: FixResult) -> None:
 # -- commands ----------------------------------------------------------------------------------
 @click.command("why")
 @_common
-@click.option(
-    "--fill",
-    default="cut",
-    show_default=True,
-    help="Removed text: cut, marker, neutral, empty or text:YOUR TEXT.",
-)
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Family-wise error.")
-@click.option("--budget", type=int, help="Most policy calls to spend.")
-@click.option("--max-tests", type=int, help="Declared number of tests (default: 3 × pieces + 20).")
-@click.option("--full", is_flag=True, help="Narrow every confirmed piece, not just the first.")
+@request_options(WhyRequest, exclude=SHARED)
 @_attribution_option
 @executor_options()
 @json_option("why.schema.json")
@@ -242,22 +218,14 @@ def render_fix(console: Console, result: FixResult) -> None:
 def why_command(
     ctx: click.Context,
     trace_id: str,
-    step: str,
     config_path: Path | None,
-    samples: int,
-    same: str,
     fail_if: tuple[str, ...],
-    seed: int | None,
-    fill: str,
-    alpha: float,
-    budget: int | None,
-    max_tests: int | None,
-    full: bool,
     attribution_path: Path | None,
     executor: str | None,
     ray_address: str | None,
     agent: str | None,
     json_path: Path | None,
+    **options: Any,
 ) -> None:
     """Which text in the context of a decision made the agent take it.
 
@@ -266,28 +234,22 @@ def why_command(
     tests under an online multiplicity correction, narrows each to the smallest part that
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
-    from otelcar.analyses import budget_for, step_arg, why_run
+    from otelcar.analyses import budget_for, run
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
-    run, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
+    request = WhyRequest(**options)
+    recorded, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
     settings = config.replay
-    spent = budget_for(settings, budget)
+    spent = budget_for(settings, request.budget)
     with executor_for(settings, executor, ray_address), _progress("why", spent) as progress:
         result = run_sync(
-            why_run(
-                run,
+            run(
+                request,
+                recorded,
                 config,
-                step=step_arg(step),
                 budget=spent,
-                seed=seed,
-                on_sample=progress.tick,
-                same=same,
-                samples=samples,
-                alpha=alpha,
-                fill=fill,
-                max_tests=max_tests,
-                full=full,
+                on_progress=progress.tick,
                 attribution=_saved_attribution(attribution_path),
             )
         )
@@ -298,19 +260,7 @@ def why_command(
 
 @click.command("fix")
 @_common
-@click.option("--forward", is_flag=True, help="Also validate by full rollouts (needs an outcome).")
-@click.option(
-    "--rollouts", type=int, default=20, show_default=True, help="Forward rollouts per plan."
-)
-@click.option(
-    "--max-rate",
-    type=float,
-    default=0.3,
-    show_default=True,
-    help="PASS needs the upper 95% bound of the bad-decision rate at or below this.",
-)
-@click.option("--alpha", type=float, default=0.05, show_default=True)
-@click.option("--budget", type=int, help="Most policy calls to spend (why and fix together).")
+@request_options(FixRequest, exclude=SHARED)
 @click.option(
     "--write-test",
     "test_path",
@@ -339,17 +289,8 @@ def why_command(
 def fix_command(
     ctx: click.Context,
     trace_id: str,
-    step: str,
     config_path: Path | None,
-    samples: int,
-    same: str,
     fail_if: tuple[str, ...],
-    seed: int | None,
-    forward: bool,
-    rollouts: int,
-    max_rate: float,
-    alpha: float,
-    budget: int | None,
     test_path: Path | None,
     use_fix: str | None,
     why_json_path: Path | None,
@@ -359,6 +300,7 @@ def fix_command(
     ray_address: str | None,
     agent: str | None,
     json_path: Path | None,
+    **options: Any,
 ) -> None:
     """Candidate fixes for a decision, validated on its exact failed context.
 
@@ -368,31 +310,25 @@ def fix_command(
     the run against the outcome. --write-test writes a pytest file that keeps it fixed;
     with --agent (or [agent] command) it runs the agent, --rollouts times (docs/live.md).
     """
-    from otelcar.analyses import budget_for, fix_run, step_arg
+    from otelcar.analyses import budget_for, run
     from otelcar.attribution.fixes.fix import FixError
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
-    run, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
+    request = FixRequest(**options)
+    recorded, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
     settings = config.replay
-    base_seed = settings.seed_or(seed)
-    spent = budget_for(settings, budget)
+    base_seed = settings.seed_or(request.seed)
+    spent = budget_for(settings, request.budget)
     with executor_for(settings, executor, ray_address), _progress("why + fix", spent) as progress:
         result = run_sync(
-            fix_run(
-                run,
+            run(
+                request,
+                recorded,
                 config,
-                step=step_arg(step),
                 budget=spent,
-                seed=base_seed,
-                on_sample=progress.tick,
-                same=same,
-                samples=samples,
-                alpha=alpha,
-                max_rate=max_rate,
-                forward=forward,
-                rollouts=rollouts,
+                on_progress=progress.tick,
                 attribution=_saved_attribution(attribution_path),
             )
         )
@@ -412,23 +348,25 @@ def fix_command(
         live = config.agent_command  # the test runs the agent too (docs/live.md)
         written = write_regression_test(
             test_path,
-            run=run,
+            run=recorded,
             step=result.step,
             same=result.same_spec,
             config=config.path,
             fix=chosen,
-            samples=max(samples, 10),
+            samples=max(request.samples, 10),
             max_rate=test_max_rate,
             seed=base_seed,
             summary=_summary(result, chosen),
             live=live is not None,
             agent=agent,  # --agent is written into the file; [agent] command is read then
             agent_cwd=live.cwd if live is not None and agent is not None else None,
-            rollouts=rollouts,
+            rollouts=request.rollouts,
         )
         if not quiet:
             where = (
-                f" ({rollouts} rollouts of `{live.describe()}` per run)" if live is not None else ""
+                f" ({request.rollouts} rollouts of `{live.describe()}` per run)"
+                if live is not None
+                else ""
             )
             _console().print(f"regression test{where} written to {written}", highlight=False)
 
@@ -472,7 +410,7 @@ def _summary(result: Any, chosen: Any) -> str:
 def test_command(
     ctx: click.Context,
     trace_id: str,
-    step: str,
+    step: int | str,
     config_path: Path | None,
     samples: int,
     same: str,
@@ -485,7 +423,6 @@ def test_command(
     failed context against the live policy and fails while the bug is there."""
     import asyncio
 
-    from otelcar.analyses import step_arg
     from otelcar.attribution.context.decisions import same_decision
     from otelcar.attribution.context.why import resolve_step
     from otelcar.attribution.fixes.regression import write_regression_test
@@ -494,9 +431,7 @@ def test_command(
     run, config = _setup(ctx, trace_id, config_path, fail_if)
     base_seed = seed if seed is not None else config.replay.seed
     decision, reason = asyncio.run(
-        resolve_step(
-            run, step_arg(step), registry=config.registry, outcome=config.outcome, seed=base_seed
-        )
+        resolve_step(run, step, registry=config.registry, outcome=config.outcome, seed=base_seed)
     )
     if decision.action is not None:  # validate the rule now, not when the test runs
         same_decision(same, decision.action, config.registry, outcome=config.outcome)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import BarColumn, TextColumn
 
+from otelcar.analyses.requests import AttributeRequest
 from otelcar.cli.common import (
     console,
     emit_json,
@@ -27,6 +29,7 @@ from otelcar.cli.options import (
     fail_if_option,
     html_option,
     json_option,
+    request_options,
     source_option,
 )
 
@@ -286,85 +289,13 @@ def rollout_command(
 @click.option("--base-url", help="OpenAI-compatible server for the 'llm' policy (overrides).")
 @click.option("--model", help="Model name for --base-url.")
 @fail_if_option()
-@click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
 @click.option(
     "--adaptive",
     is_flag=True,
     help="Adaptive mode (the default without --rollouts): looks at doubling rollout counts, "
     "stopping when the culprit is decided or nothing can still become significant.",
 )
-@click.option(
-    "--max-rollouts",
-    type=int,
-    default=64,
-    show_default=True,
-    help="Adaptive mode: most rollouts per plan.",
-)
-@click.option(
-    "--first-look",
-    type=int,
-    default=8,
-    show_default=True,
-    help="Adaptive mode: rollouts per plan at the first look (then doubling).",
-)
-@click.option(
-    "--margin",
-    type=click.FloatRange(min=0, max=1, min_open=True),
-    default=0.3,
-    show_default=True,
-    help="Locked-in needs every step's upper bound on Δ below this (an equivalence); while "
-    "the failure looks locked in, steps above it get more rollouts.",
-)
-@click.option("--confidence", type=float, default=0.95, show_default=True)
-@click.option(
-    "--mode",
-    type=click.Choice(["auto", "curve", "bisect"]),
-    default="auto",
-    show_default=True,
-    help="curve: every step's q; bisect: binary search for the largest jump (long traces), "
-    "falling back to the curve when the ends show no rise; auto: bisect above 40 decisions.",
-)
-@click.option(
-    "--shapley",
-    is_flag=True,
-    help="Also Shapley values of the steps with the largest effects (AND/OR failures).",
-)
-@click.option(
-    "--shapley-pairs",
-    type=int,
-    default=4,
-    show_default=True,
-    help="Antithetic permutation pairs for --shapley.",
-)
-@click.option(
-    "--refute/--no-refute",
-    default=True,
-    show_default=True,
-    help="Check a culprit on fresh rollouts: a placebo (its recorded action done, Δ must "
-    "vanish) and its effect measured again on new seeds.",
-)
-@click.option(
-    "--refute-rollouts",
-    type=click.IntRange(min=4),
-    default=32,
-    show_default=True,
-    help="Most rollouts per plan of the refutation (a sequential test read after every "
-    "batch: it stops as soon as the culprit's effect is significant again, or can no "
-    "longer become so within this).",
-)
-@click.option(
-    "--policy-check",
-    type=click.IntRange(min=0),
-    default=8,
-    show_default=True,
-    metavar="N",
-    help="Re-decide the culprit (and the harmful step) N times on its recorded context and "
-    "say when the policy rarely reproduces the recorded action there; the re-decisions the "
-    "refutation already made there count (0: skip; every step: otelcar replay --check-policy).",
-)
-@click.option("--budget", type=int, help="Most policy calls to spend.")
-@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
-@click.option("--credit", is_flag=True, help="For a passing run: which step secured success.")
+@request_options(AttributeRequest)
 @executor_options()
 @json_option("attribution.schema.json")
 @html_option()
@@ -377,30 +308,17 @@ def attribute_command(
     base_url: str | None,
     model: str | None,
     fail_if: tuple[str, ...],
-    rollouts: int | None,
     adaptive: bool,
-    max_rollouts: int,
-    first_look: int,
-    margin: float,
-    confidence: float,
-    mode: str,
-    shapley: bool,
-    shapley_pairs: int,
-    refute: bool,
-    refute_rollouts: int,
-    policy_check: int,
-    budget: int | None,
-    seed: int | None,
-    credit: bool,
     executor: str | None,
     ray_address: str | None,
     agent: str | None,
     json_path: Path | None,
     html_path: Path | None,
+    **options: Any,
 ) -> None:
     """Which step caused the failure: the commitment curve, step effects with intervals and
     Holm-adjusted exact tests, the culprit, and what it cost."""
-    from otelcar.analyses import attribute_run, budget_for
+    from otelcar.analyses import budget_for, run
     from otelcar.attribution.steps.attribute import bisects
     from otelcar.cli.progress import AnalysisProgress
     from otelcar.policies import OpenAICompatiblePolicy
@@ -408,9 +326,10 @@ def attribute_command(
     from otelcar.report import RolloutSampler, with_report_sections, write_html
     from otelcar.sync import run_sync
 
-    if adaptive and rollouts is not None:
+    request = AttributeRequest(**options)
+    if adaptive and request.rollouts is not None:
         raise click.UsageError("--adaptive and --rollouts exclude each other")
-    run, config, steps = run_and_config(
+    recorded, config, steps = run_and_config(
         ctx,
         trace_id,
         config_path,
@@ -422,10 +341,10 @@ def attribute_command(
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
     settings = config.replay
-    spent = budget_for(settings, budget)  # the progress display reads its calls
-    last = rollouts if rollouts is not None else max_rollouts
+    spent = budget_for(settings, request.budget)  # the progress display reads its calls
+    last = request.rollouts if request.rollouts is not None else request.max_rollouts
     # the curve's rollouts (n plans and the factual one), and bisection's confirmation arm
-    most = run.horizon * last + 1 + (2 * last if bisects(run, mode, 40) else 0)
+    most = recorded.horizon * last + 1 + (2 * last if bisects(recorded, request.mode, 40) else 0)
     with (
         executor_for(settings, executor, ray_address),
         AnalysisProgress(
@@ -433,27 +352,7 @@ def attribute_command(
         ) as progress,
     ):
         sampler = RolloutSampler(then=progress.tick)
-        result = run_sync(
-            attribute_run(
-                run,
-                config,
-                budget=spent,
-                seed=seed,
-                on_rollout=sampler,
-                confidence=confidence,
-                rollouts=rollouts,
-                first_look=first_look,
-                margin=margin,
-                max_rollouts=max_rollouts,
-                credit=credit,
-                mode=mode,
-                refutation=refute,
-                refute_rollouts=refute_rollouts,
-                shapley=shapley,
-                shapley_pairs=shapley_pairs,
-                policy_check=policy_check,
-            )
-        )
+        result = run_sync(run(request, recorded, config, budget=spent, on_progress=sampler))
     if json_path is not None or html_path is not None:
         document = with_report_sections(
             result.to_dict(), steps=steps, sampler=sampler, outcome=config.outcome

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from otelcar.analyses.options import Request
 from otelcar.errors import OtelcarError
 from otelcar.project_config import ConfigError, ProjectConfig, load_config
 
@@ -192,143 +193,42 @@ async def in_worker(work: Callable[[], Awaitable[T]], live: Live) -> T:
         raise
 
 
-async def attribute_trace(
+async def analyse_trace(
     ctx: RunContext,
     trace_id: str,
+    request: Request,
     *,
     send: SendProgress,
-    rollouts: int | None = None,
-    max_rollouts: int = 64,
-    first_look: int = 8,
-    confidence: float = 0.95,
-    mode: str = "auto",
-    refute: bool = True,
-    max_calls: int | None = None,
-    seed: int | None = None,
     agent: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Which step caused the failure (``otelcar attribute``): ``(full trace id, result as
-    schemas/attribution.schema.json)``. Needs ``[outcome]`` in the config. ``agent``: live
+    """The analysis ``request`` asks for (:func:`otelcar.analyses.run`) on ``trace_id``:
+    ``(full trace id, result as schemas/attribution.schema.json, why.schema.json or
+    fix.schema.json)``. ``attribute`` needs ``[outcome]`` in the config. ``agent``: live
     replay on that command (as ``--agent CMD``); the live check's headline is among the
     result's notes."""
-    from otelcar.analyses import attribute_run
+    from otelcar.analyses import run
 
     live = Live()
-    ticker = Ticker(send, "rollouts", live.calls)
+    ticker = Ticker(send, "rollouts" if request.kind == "attribute" else "re-decisions", live.calls)
 
     async def work() -> tuple[str, dict[str, Any]]:
-        run, config, env = _prepare(ctx, trace_id, max_calls, agent)
-        if config.outcome is None:
+        calls = request.options()["budget"]
+        recorded, config, env = _prepare(ctx, trace_id, calls, agent)
+        if request.kind == "attribute" and config.outcome is None:
             raise ConfigError(
                 f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as "
                 "failure)"
             )
         with config.replay.executor_scope():
-            result = await attribute_run(
-                run,
+            result = await run(
+                request,
+                recorded,
                 config,
                 budget=env.budget,
-                seed=seed,
-                on_rollout=ticker.tick,
+                on_progress=ticker.tick,
                 env=live.prepared(env),
-                confidence=confidence,
-                rollouts=rollouts,
-                first_look=first_look,
-                max_rollouts=max_rollouts,
-                mode=mode,
-                refutation=refute,
             )
-        return run.trace_id, result.to_dict()
-
-    async with ticker.running():
-        return await in_worker(work, live)
-
-
-async def why_trace(
-    ctx: RunContext,
-    trace_id: str,
-    *,
-    send: SendProgress,
-    step: int | str = "culprit",
-    samples: int = 10,
-    same: str = "outcome",
-    fill: str = "cut",
-    alpha: float = 0.05,
-    max_calls: int | None = None,
-    seed: int | None = None,
-    agent: str | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """Which text of a decision's context made the agent take it (``otelcar why``):
-    ``(full trace id, result as schemas/why.schema.json)``."""
-    from otelcar.analyses import why_run
-
-    live = Live()
-    ticker = Ticker(send, "re-decisions", live.calls)
-
-    async def work() -> tuple[str, dict[str, Any]]:
-        run, config, env = _prepare(ctx, trace_id, max_calls, agent)
-        with config.replay.executor_scope():
-            result = await why_run(
-                run,
-                config,
-                step=step,
-                budget=env.budget,
-                seed=seed,
-                on_sample=ticker.tick,
-                env=live.prepared(env),
-                same=same,
-                samples=samples,
-                alpha=alpha,
-                fill=fill,
-            )
-        return run.trace_id, result.to_dict()
-
-    async with ticker.running():
-        return await in_worker(work, live)
-
-
-async def fix_trace(
-    ctx: RunContext,
-    trace_id: str,
-    *,
-    send: SendProgress,
-    step: int | str = "culprit",
-    samples: int = 10,
-    same: str = "outcome",
-    forward: bool = False,
-    rollouts: int = 20,
-    max_rate: float = 0.3,
-    alpha: float = 0.05,
-    max_calls: int | None = None,
-    seed: int | None = None,
-    agent: str | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """Candidate fixes of a decision, validated on its failed context (``otelcar fix``):
-    ``(full trace id, result as schemas/fix.schema.json)``."""
-    from otelcar.analyses import fix_run
-
-    live = Live()
-    ticker = Ticker(send, "re-decisions", live.calls)
-
-    async def work() -> tuple[str, dict[str, Any]]:
-        run, config, env = _prepare(ctx, trace_id, max_calls, agent)
-        with config.replay.executor_scope():
-            result = await fix_run(
-                run,
-                config,
-                step=step,
-                budget=env.budget,
-                seed=seed,
-                on_sample=ticker.tick,
-                env=live.prepared(env),
-                same=same,
-                samples=samples,
-                alpha=alpha,
-                max_rate=max_rate,
-                forward=forward,
-                rollouts=rollouts,
-            )
-        return run.trace_id, result.to_dict()
+        return recorded.trace_id, result.to_dict()
 
     async with ticker.running():
         return await in_worker(work, live)

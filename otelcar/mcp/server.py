@@ -25,9 +25,11 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from otelcar import __version__
+from otelcar.analyses.options import Request
+from otelcar.analyses.requests import AttributeRequest, FixRequest, WhyRequest
 from otelcar.contracts import SCHEMA_FILES
 from otelcar.errors import OtelcarError
-from otelcar.mcp import pages, queries, results, runs, summaries
+from otelcar.mcp import arguments, pages, queries, results, runs, summaries
 from otelcar.mcp.bounded import (
     DEFAULT_MAX_RESULT_BYTES,
     ENVELOPE_BYTES,
@@ -59,11 +61,6 @@ INSTRUCTIONS = (
 )
 
 TraceId = Annotated[str, Field(description="A full trace id or a unique prefix of one.")]
-MaxCalls = Annotated[
-    int | None,
-    Field(description="Most policy calls to spend (default: [replay] max_calls).", ge=1),
-]
-Seed = Annotated[int | None, Field(description="Base seed (default: [replay] seed).")]
 AgentLine = Annotated[
     str | None,
     Field(
@@ -75,10 +72,6 @@ AgentLine = Annotated[
         "environment only.",
         min_length=1,
     ),
-]
-StepSpec = Annotated[
-    int | Literal["culprit", "last"],
-    Field(description="Decision step number, 'culprit' (attribute first) or 'last'."),
 ]
 
 
@@ -651,110 +644,51 @@ def build_server(
 
         return await answered("read_text", read)
 
+    async def analysed(
+        request_type: type[Request], trace_id: str, ctx: Context, agent: str | None, options: dict
+    ) -> CallToolResult:
+        """The run ``request_type`` of ``options`` (the tool's arguments) asks for, kept."""
+        request = request_type.of("mcp", options)  # type: ignore[attr-defined]
+        started = time.time()
+        full_id, result = await runs.analyse_trace(
+            context, trace_id, request, send=await progress_of(ctx), agent=agent
+        )
+        arguments = {**options, "agent": agent}
+        return await kept(request.kind, full_id, arguments, result, started)
+
+    run_arguments = {"leading": [("trace_id", TraceId), ("ctx", Context)]}
+    run_arguments["trailing"] = [("agent", AgentLine, None)]
+
     @_tool_errors
+    @arguments.takes(AttributeRequest, **run_arguments)
     async def attribute(
-        trace_id: TraceId,
-        ctx: Context,
-        rollouts: Annotated[
-            int | None, Field(description="Fixed-R mode: R rollouts per plan.", ge=1)
-        ] = None,
-        max_rollouts: Annotated[int, Field(description="Adaptive: most per plan.", ge=1)] = 64,
-        first_look: Annotated[int, Field(description="Adaptive: first look.", ge=1)] = 8,
-        confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95,
-        mode: Literal["auto", "curve", "bisect"] = "auto",
-        refute: Annotated[bool, Field(description="Placebo and fresh-seed recheck.")] = True,
-        max_calls: MaxCalls = None,
-        seed: Seed = None,
-        agent: AgentLine = None,
-    ) -> dict[str, Any]:
+        trace_id: str, ctx: Context, *, agent: str | None = None, **options: Any
+    ) -> CallToolResult:
         """Which step caused the failure (`otelcar attribute`): the commitment curve, step
         effects with intervals and Holm-adjusted exact tests, the culprit and its cost. Needs
         [outcome] in otelcar.toml. With `agent`, on your agent (live replay). Reports
         progress; the result is kept (read_result)."""
-        arguments = {
-            "rollouts": rollouts,
-            "max_rollouts": max_rollouts,
-            "first_look": first_look,
-            "confidence": confidence,
-            "mode": mode,
-            "refute": refute,
-            "max_calls": max_calls,
-            "seed": seed,
-            "agent": agent,
-        }
-        started = time.time()
-        full_id, result = await runs.attribute_trace(
-            context, trace_id, send=await progress_of(ctx), **arguments
-        )
-        return await kept("attribute", full_id, arguments, result, started)
+        return await analysed(AttributeRequest, trace_id, ctx, agent, options)
 
     @_tool_errors
+    @arguments.takes(WhyRequest, **run_arguments)
     async def why(
-        trace_id: TraceId,
-        ctx: Context,
-        step: StepSpec = "culprit",
-        samples: Annotated[int, Field(description="Re-decisions per arm.", ge=2)] = 10,
-        same: Annotated[str, Field(description="What counts as the same decision.")] = "outcome",
-        fill: Annotated[str, Field(description="cut, marker, neutral, empty, text:…")] = "cut",
-        alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05,
-        max_calls: MaxCalls = None,
-        seed: Seed = None,
-        agent: AgentLine = None,
-    ) -> dict[str, Any]:
+        trace_id: str, ctx: Context, *, agent: str | None = None, **options: Any
+    ) -> CallToolResult:
         """Which text in the context of a decision made the agent take it (`otelcar why`).
         With `agent`, on your agent's real requests (live replay). Reports progress; the
         result is kept (read_result)."""
-        arguments = {
-            "step": step,
-            "samples": samples,
-            "same": same,
-            "fill": fill,
-            "alpha": alpha,
-            "max_calls": max_calls,
-            "seed": seed,
-            "agent": agent,
-        }
-        started = time.time()
-        full_id, result = await runs.why_trace(
-            context, trace_id, send=await progress_of(ctx), **arguments
-        )
-        return await kept("why", full_id, arguments, result, started)
+        return await analysed(WhyRequest, trace_id, ctx, agent, options)
 
     @_tool_errors
+    @arguments.takes(FixRequest, **run_arguments)
     async def fix(
-        trace_id: TraceId,
-        ctx: Context,
-        step: StepSpec = "culprit",
-        samples: Annotated[int, Field(description="Re-decisions per arm.", ge=2)] = 10,
-        same: Annotated[str, Field(description="What counts as the same decision.")] = "outcome",
-        forward: Annotated[bool, Field(description="Also validate by full rollouts.")] = False,
-        rollouts: Annotated[int, Field(description="Forward rollouts per plan.", ge=1)] = 20,
-        max_rate: Annotated[float, Field(gt=0, le=1)] = 0.3,
-        alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05,
-        max_calls: MaxCalls = None,
-        seed: Seed = None,
-        agent: AgentLine = None,
-    ) -> dict[str, Any]:
+        trace_id: str, ctx: Context, *, agent: str | None = None, **options: Any
+    ) -> CallToolResult:
         """Candidate fixes of a decision validated on its exact failed context (`otelcar
         fix`): PASS / PART / FAIL each. With `agent`, on your agent (live replay; forward
         rollouts run it). Reports progress; the result is kept (read_result)."""
-        arguments = {
-            "step": step,
-            "samples": samples,
-            "same": same,
-            "forward": forward,
-            "rollouts": rollouts,
-            "max_rate": max_rate,
-            "alpha": alpha,
-            "max_calls": max_calls,
-            "seed": seed,
-            "agent": agent,
-        }
-        started = time.time()
-        full_id, result = await runs.fix_trace(
-            context, trace_id, send=await progress_of(ctx), **arguments
-        )
-        return await kept("fix", full_id, arguments, result, started)
+        return await analysed(FixRequest, trace_id, ctx, agent, options)
 
     @_tool_errors
     async def list_results(

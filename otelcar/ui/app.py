@@ -63,8 +63,9 @@ from otelcar.sync import run_sync
 from otelcar.trace_search import SearchError, matching_steps
 from otelcar.triage.queue import STATES
 from otelcar.triage.summaries import FINISHED, FailureIndex
+from otelcar.ui.forms import FormError, form_fields, form_options
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
-from otelcar.ui.runs import KINDS, MODES, SAMES, RunError, RunManager
+from otelcar.ui.runs import KINDS, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces
 from otelcar.ui.trace_cache import TraceCache
 from otelcar.ui.trace_page import step_page, trace_page
@@ -119,8 +120,7 @@ def _environment() -> Environment:
     env.globals["version"] = __version__
     env.globals["script"] = Markup(SCRIPT)
     env.globals["kinds"] = KINDS
-    env.globals["modes"] = MODES
-    env.globals["sames"] = SAMES
+    env.globals["run_fields"] = form_fields()
     return env
 
 
@@ -385,23 +385,10 @@ def create_app(
         same_origin(request)
         form = await request.form()
         kind = str(form.get("kind", ""))
-        options: dict[str, Any] = {"step": form.get("step") or None}
-        for name in ("budget", "rollouts", "samples", "seed"):
-            value = str(form.get(name) or "").strip()
-            if value:
-                if not value.isdigit():
-                    return page("error.html", 400, title="bad run", message=f"{name}: a number")
-                options[name] = int(value)
-        for name, allowed in (("mode", MODES), ("same", SAMES)):
-            value = str(form.get(name) or "").strip()
-            if value:
-                if value not in allowed:
-                    message = f"{name}: one of {', '.join(allowed)}"
-                    return page("error.html", 400, title="bad run", message=message)
-                options[name] = value
-        for flag in ("shapley", "no_refute", "forward"):
-            if form.get(flag):
-                options[flag] = True
+        try:
+            options = form_options(kind, form) if kind in KINDS else {}
+        except FormError as exc:
+            return page("error.html", 400, title="bad run", message=str(exc))
         with open_source() as source:  # an unknown trace is a 404, never a kept run
             full = source.resolve(request.path_params["trace_id"])
         try:

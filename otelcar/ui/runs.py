@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otelcar.analyses.requests import SAMES  # the same-decision rules the run form offers
 from otelcar.errors import OtelcarError
 from otelcar.kept_runs import (
     KINDS,
@@ -37,11 +38,7 @@ from otelcar.kept_runs import (
 )
 
 ENDED = ("done", "failed", "cancelled")
-#: ``attribute --mode`` and ``why``/``fix --same`` as the run form offers them.
-MODES = ("auto", "curve", "bisect")
-SAMES = ("outcome", "tool", "tool+args", "judge")
-#: The least value of each numeric run option.
-LEAST = {"rollouts": 1, "budget": 1, "samples": 2, "seed": 0}
+__all__ = ["ENDED", "KINDS", "SAMES", "Run", "RunError", "RunManager"]
 
 
 class RunError(OtelcarError):
@@ -144,21 +141,23 @@ class RunManager:
     # -- starting --------------------------------------------------------------------------
     def start(self, kind: str, trace_id: str, options: dict[str, Any] | None = None) -> Run:
         """Start ``kind`` on ``trace_id`` in the background and return the run at once.
-        ``options``: ``step`` (why, fix), ``budget`` (most policy calls), ``seed``,
-        ``rollouts`` (attribute: fixed R; default adaptive), ``mode`` (attribute: one of
-        :data:`MODES`), ``shapley`` and ``no_refute`` (attribute), ``samples``, ``same`` (one
-        of :data:`SAMES`) (why, fix), ``forward`` (fix). Raises
-        :class:`RunError` for an unknown kind or a number below its least (:data:`LEAST`);
-        errors of the run itself (a missing trace, a
-        config without an outcome) end it as ``failed`` with the message."""
+        ``options``: the run's options as the run form names them
+        (:func:`otelcar.ui.forms.form_options`: ``budget``, ``seed``, ``rollouts``, ``mode``,
+        ``shapley``, ``no_refute`` of attribute; ``step``, ``samples``, ``same`` of why and
+        fix, ``forward`` of fix). Raises :class:`RunError` for an unknown kind, or an option
+        the analysis does not have or a value out of its bounds (:func:`~otelcar.ui.forms.
+        request_of`); errors of the run itself (a missing trace, a config without an
+        outcome) end it as ``failed`` with the message."""
+        from otelcar.ui.forms import FormError, request_of
+
         if kind not in KINDS:
             raise RunError(f"unknown run kind {kind!r}; known: {', '.join(KINDS)}")
-        for name, least in LEAST.items():
-            value = (options or {}).get(name)
-            if value is not None and (not isinstance(value, int) or value < least):
-                raise RunError(f"{name}: a whole number of at least {least}, not {value!r}")
-        run = Run(new_run_id(kind), kind, trace_id, {})
-        run.options = {k: v for k, v in (options or {}).items() if v not in (None, "")}
+        given = {k: v for k, v in (options or {}).items() if v not in (None, "")}
+        try:
+            request_of(kind, given)
+        except FormError as exc:
+            raise RunError(str(exc)) from None
+        run = Run(new_run_id(kind), kind, trace_id, given)
         with self._lock:
             self._live[run.id] = run
         thread = threading.Thread(target=self._work, args=(run,), name=f"otelcar-run-{run.id}")
@@ -196,12 +195,15 @@ class RunManager:
                 self._live.pop(run.id, None)
 
     async def _analyse(self, run: Run) -> dict[str, Any]:
-        from otelcar.analyses import attribute_run, budget_for, fix_run, step_arg, why_run
+        from otelcar.analyses import budget_for
+        from otelcar.analyses import run as analyse
         from otelcar.config_checks import check_config_fits
         from otelcar.project_config import load_config
         from otelcar.replay import load_run
         from otelcar.store.live_requests import LiveRequestStore
+        from otelcar.ui.forms import request_of
 
+        request = request_of(run.kind, run.options)
         config = load_config(self.config_path)
         if self.store_root is not None:
             config.live_requests = LiveRequestStore(self.store_root)
@@ -210,13 +212,11 @@ class RunManager:
         recorded = load_run(full_id, steps, config.agent)
         check_config_fits(recorded, config)  # names the trace cannot have: before any call
         settings = config.replay
-        calls = run.options.get("budget")
-        budget = budget_for(settings, int(calls) if calls is not None else None)
+        budget = budget_for(settings, request.budget)
         with self._lock:
             self._budgets[run.id] = budget
             if run.cancel_requested:
                 budget.cancel()
-        seed = run.options.get("seed")
 
         def tick(_: Any) -> None:
             run.done_units += 1
@@ -225,23 +225,17 @@ class RunManager:
                 raise asyncio.CancelledError("cancelled from the console")
 
         with settings.executor_scope():
-            if run.kind == "attribute":
+            if run.kind != "attribute":
+                result = await analyse(request, recorded, config, budget=budget, on_progress=tick)
+                document = result.to_dict()
+            else:
                 from otelcar.report import RolloutSampler, with_report_sections
 
                 if config.outcome is None:
                     raise RunError("no outcome: add [outcome] to otelcar.toml to attribute")
                 sampler = RolloutSampler(then=tick)
-                rollouts = run.options.get("rollouts")
-                result = await attribute_run(
-                    recorded,
-                    config,
-                    budget=budget,
-                    seed=seed,
-                    on_rollout=sampler,
-                    rollouts=rollouts,
-                    mode=run.options.get("mode", "auto"),
-                    shapley=bool(run.options.get("shapley")),
-                    refutation=not run.options.get("no_refute"),
+                result = await analyse(
+                    request, recorded, config, budget=budget, on_progress=sampler
                 )
                 document = await asyncio.to_thread(  # it runs an event loop of its own
                     with_report_sections,
@@ -250,22 +244,6 @@ class RunManager:
                     sampler=sampler,
                     outcome=config.outcome,
                 )
-            else:
-                forward = run.kind == "fix" and bool(run.options.get("forward"))
-                extra = {"forward": True} if forward else {}
-                analyse = why_run if run.kind == "why" else fix_run
-                result = await analyse(
-                    recorded,
-                    config,
-                    step=step_arg(str(run.options.get("step", "culprit"))),
-                    budget=budget,
-                    seed=seed,
-                    on_sample=tick,
-                    samples=run.options.get("samples", 10),
-                    same=run.options.get("same", "outcome"),
-                    **extra,
-                )
-                document = result.to_dict()
         run.calls, run.tokens = budget.calls, budget.tokens
         return document
 
