@@ -22,8 +22,10 @@ from otelcar.analyses import (
     AttributeRequest,
     DecisionRequest,
     FixRequest,
+    ReplayCheckRequest,
     Request,
     RequestError,
+    RolloutRequest,
     WhyRequest,
     run,
     specs,
@@ -214,6 +216,8 @@ def _declared(spec: Any) -> dict[str, Any]:
         ("why", WhyRequest, ()),
         ("fix", FixRequest, ()),
         ("test", DecisionRequest, SHARED),
+        ("rollout", RolloutRequest, ()),
+        ("replay", ReplayCheckRequest, ()),
     ],
 )
 def test_cli_options_are_the_request_types(command: str, request_type: type, only: tuple):

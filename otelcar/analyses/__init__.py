@@ -23,6 +23,8 @@ from otelcar.analyses.requests import (
     AttributeRequest,
     DecisionRequest,
     FixRequest,
+    ReplayCheckRequest,
+    RolloutRequest,
     WhyRequest,
 )
 from otelcar.analyses.runs import (
@@ -43,8 +45,10 @@ __all__ = [
     "DecisionRequest",
     "FixRequest",
     "Option",
+    "ReplayCheckRequest",
     "Request",
     "RequestError",
+    "RolloutRequest",
     "Spec",
     "WhyRequest",
     "attribute_run",

@@ -61,7 +61,8 @@ class Spec:
     ``int``, ``float`` or ``str``), ``optional`` (``None`` allowed: the default comes from
     elsewhere, ``otelcar.toml`` or the analysis), ``choices`` (the closed set of a
     ``Literal``; with ``kind`` ``int`` also, the names a number may be given as instead),
-    ``default``, the :class:`Option` and the field's annotation (``annotation``)."""
+    ``default``, the :class:`Option`, the field's annotation (``annotation``) and whether it
+    holds any number of values (``multiple``: a ``tuple[int, ...]``, given once per value)."""
 
     name: str
     kind: type
@@ -70,6 +71,7 @@ class Spec:
     default: Any
     option: Option
     annotation: Any
+    multiple: bool = False
 
     @property
     def help(self) -> str:
@@ -86,6 +88,11 @@ class Spec:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is not a value of this option (``None`` when it is)."""
+        if self.multiple:
+            if not isinstance(value, tuple):
+                return f"a tuple of values, not {value!r}"
+            one = dataclasses.replace(self, multiple=False)
+            return next((p for p in map(one.problem, value) if p is not None), None)
         if value is None:
             return None if self.optional else "a value is needed"
         if isinstance(value, str) and value in self.choices:
@@ -124,16 +131,20 @@ def specs(request_type: type) -> tuple[Spec, ...]:
         how = field.metadata.get("option")
         if how is None:
             continue
-        kind, optional, choices = _resolve(hints[field.name])
+        annotation = hints[field.name]
+        multiple = typing.get_origin(annotation) is tuple
+        one = typing.get_args(annotation)[0] if multiple else annotation
+        kind, optional, choices = _resolve(one)
         found.append(
-            Spec(field.name, kind, optional, choices, field.default, how, hints[field.name])
+            Spec(field.name, kind, optional, choices, field.default, how, annotation, multiple)
         )
     return tuple(found)
 
 
 def _resolve(annotation: Any) -> tuple[type, bool, tuple[str, ...]]:
-    """``(kind, optional, choices)`` of a field annotation: ``int | None``, ``bool``,
-    ``Literal["a", "b"]``, ``int | Literal["culprit", "last"]``, ``str``."""
+    """``(kind, optional, choices)`` of a field annotation (of one value of a
+    ``tuple[int, ...]``): ``int | None``, ``bool``, ``Literal["a", "b"]``,
+    ``int | Literal["culprit", "last"]``, ``str``."""
     parts = (
         typing.get_args(annotation)
         if typing.get_origin(annotation) in (typing.Union, types.UnionType)

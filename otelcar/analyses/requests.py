@@ -161,5 +161,46 @@ class FixRequest(DecisionRequest):
     )
 
 
-#: The request type of each analysis, by its name.
+@dataclass(frozen=True)
+class RolloutRequest(Request):
+    """``otelcar rollout``: an intervention plan run on a trace R times."""
+
+    kind: ClassVar[str] = "rollout"
+    library_names: ClassVar[dict[str, str]] = {}
+
+    resample: tuple[int, ...] = option((), "Re-decide this step (repeatable).")
+    from_step: int | None = option(None, "Hold the steps before it, re-decide the rest.")
+    rollouts: int | None = option(
+        None, "Rollouts (default: [replay] rollouts).", flags=("-n", "--rollouts"), ge=1
+    )
+    seed: int | None = _seed()
+
+
+@dataclass(frozen=True)
+class ReplayCheckRequest(Request):
+    """``otelcar replay``: the fidelity check, and with ``check_policy`` the policy check
+    of every recorded decision."""
+
+    kind: ClassVar[str] = "replay"
+    library_names: ClassVar[dict[str, str]] = {}
+
+    check_policy: int | None = option(
+        None,
+        "Also re-decide every recorded decision N times on its recorded context and report "
+        "how often the policy reproduces the recorded action (with --json: policy_check).",
+        ge=1,
+        metavar="N",
+    )
+    same: str = option(
+        "action",
+        "With --check-policy: what reproduces a decision: action (same calls and arguments, "
+        "or the same answer), or a rule of `otelcar why --same` (tool, tool+args, regex:…, "
+        "judge).",
+    )
+    seed: int | None = option(None, "With --check-policy: the seed.", ge=0)
+    budget: int | None = option(None, "With --check-policy: most policy calls.", ge=1)
+
+
+#: The request type of each analysis the MCP server and the console run, by its name (the
+#: CLI has them all).
 REQUESTS: dict[str, type[Request]] = {r.kind: r for r in (AttributeRequest, WhyRequest, FixRequest)}

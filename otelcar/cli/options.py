@@ -231,7 +231,8 @@ def request_options(
 
 def click_option(spec: Any) -> Callable[..., Any]:
     """The click option of one request option (:class:`~otelcar.analyses.options.Spec`): its
-    flags (default ``--field-name``), type with bounds or choices, default and help."""
+    flags (default ``--field-name``), type with bounds or choices, default and help; one
+    that holds several values is given once per value."""
     flags = spec.option.flags or ("--" + spec.name.replace("_", "-"),)
     settings: dict[str, Any] = {"default": spec.default, "help": spec.help}
     if spec.kind is bool:
@@ -240,7 +241,8 @@ def click_option(spec: Any) -> Callable[..., Any]:
         settings["show_default"] = spec.default is True
     else:
         settings["type"] = _click_type(spec)
-        settings["show_default"] = spec.default is not None
+        settings["show_default"] = spec.default not in (None, ())
+        settings["multiple"] = spec.multiple
     if spec.option.metavar:
         settings["metavar"] = spec.option.metavar
     return click.option(*flags, spec.name, **settings)

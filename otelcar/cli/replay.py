@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, TextColumn
 
-from otelcar.analyses.requests import AttributeRequest
+from otelcar.analyses.requests import AttributeRequest, ReplayCheckRequest, RolloutRequest
 from otelcar.cli.common import (
     console,
     emit_json,
@@ -38,24 +38,7 @@ from otelcar.cli.options import (
 @click.argument("trace_id")
 @config_option("otelcar.toml (default: ./otelcar.toml if present).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fidelity report as JSON.")
-@click.option(
-    "--check-policy",
-    "check_policy_samples",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Also re-decide every recorded decision N times on its recorded context and report "
-    "how often the policy reproduces the recorded action (with --json: policy_check).",
-)
-@click.option(
-    "--same",
-    default="action",
-    show_default=True,
-    help="With --check-policy: what reproduces a decision: action (same calls and arguments, "
-    "or the same answer), or a rule of `otelcar why --same` (tool, tool+args, regex:…, judge).",
-)
-@click.option("--seed", type=int, default=None, help="With --check-policy: the seed.")
-@click.option("--budget", type=int, default=None, help="With --check-policy: most policy calls.")
+@request_options(ReplayCheckRequest)
 @agent_option()
 @source_option()
 @click.pass_context
@@ -64,11 +47,8 @@ def replay_command(
     trace_id: str,
     config_path: Path | None,
     as_json: bool,
-    check_policy_samples: int | None,
-    same: str,
-    seed: int | None,
-    budget: int | None,
     agent: str | None,
+    **options: Any,
 ) -> None:
     """Fidelity check: replay the trace with every step held and compare with the recording.
 
@@ -92,6 +72,8 @@ def replay_command(
     from otelcar.replay import check_fidelity
     from otelcar.sync import run_sync
 
+    request = ReplayCheckRequest(**options)
+    seed = request.seed
     run, config, steps = run_and_config(ctx, trace_id, config_path, agent=agent)
     live = None
     if config.agent_command is not None:  # its requests are kept when it reproduces the run
@@ -101,7 +83,7 @@ def replay_command(
     report = check_fidelity(run, outcome=config.outcome, recorded_steps=steps)
     report.notes[:0] = notes
     check = None
-    if check_policy_samples is not None:
+    if request.check_policy is not None:
         from otelcar.attribution.faithfulness import check_policy
 
         settings = config.replay
@@ -109,11 +91,11 @@ def replay_command(
             check_policy(
                 run,
                 registry=config.registry,
-                samples=check_policy_samples,
-                same=same,
+                samples=request.check_policy,
+                same=request.same,
                 seed=settings.seed_or(seed),
                 outcome=config.outcome,
-                budget=settings.budget(budget),
+                budget=settings.budget(request.budget),
             )
         )
     if as_json:
@@ -138,22 +120,14 @@ def replay_command(
 @click.command("rollout")
 @click.argument("trace_id")
 @config_option("otelcar.toml with the policies and the outcome.")
-@click.option(
-    "--resample",
-    "resample_steps",
-    type=int,
-    multiple=True,
-    help="Re-decide this step (repeatable).",
-)
-@click.option("--from-step", type=int, help="Hold the steps before it, re-decide the rest.")
+@request_options(RolloutRequest, only=("resample", "from_step"))
 @click.option(
     "--plan",
     "plan_path",
     type=click.Path(dir_okay=False, path_type=Path),
     help="A plan as JSON (Plan.to_json()).",
 )
-@click.option("-n", "--rollouts", type=int, help="Rollouts (default: [replay] rollouts).")
-@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@request_options(RolloutRequest, only=("rollouts", "seed"))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option(
     "--parquet",
@@ -177,11 +151,7 @@ def rollout_command(
     ctx: click.Context,
     trace_id: str,
     config_path: Path | None,
-    resample_steps: tuple[int, ...],
-    from_step: int | None,
     plan_path: Path | None,
-    rollouts: int | None,
-    seed: int | None,
     as_json: bool,
     parquet_path: Path | None,
     save_name: str | None,
@@ -190,10 +160,14 @@ def rollout_command(
     executor: str | None,
     ray_address: str | None,
     agent: str | None,
+    **options: Any,
 ) -> None:
     """Run an intervention plan on a trace R times and report how often it fails; with
     --save NAME, keep the rollouts as a named timeline to show and diff later."""
     from otelcar.replay import Environment, Plan, Resample, run_plan
+
+    request = RolloutRequest(**options)
+    seed, from_step = request.seed, request.from_step
 
     if (overwrite or note) and save_name is None:
         raise click.UsageError("--overwrite and --note go with --save NAME")
@@ -207,7 +181,7 @@ def rollout_command(
 
         check_free(ctx.obj["store"], run.trace_id, save_name, overwrite=overwrite)
     plan = Plan.from_json(plan_path.read_text()) if plan_path else Plan()
-    plan = plan + Plan(tuple(Resample(s) for s in resample_steps))
+    plan = plan + Plan(tuple(Resample(s) for s in request.resample))
     if from_step is not None:
         plan = plan + Plan.resample_from(from_step, [d.step for d in run.decisions])
     settings = config.replay
@@ -215,7 +189,7 @@ def rollout_command(
         config.registry,
         settings.budget(),
     )
-    count = rollouts if rollouts is not None else settings.rollouts
+    count = request.rollouts if request.rollouts is not None else settings.rollouts
     from otelcar.analyses import live_ready, live_rollouts
     from otelcar.sync import run_sync
 
