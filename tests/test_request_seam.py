@@ -328,3 +328,35 @@ def test_a_request_refuses_a_value_out_of_its_bounds_in_one_line():
     with pytest.raises(RequestError, match="step: a whole number or one of culprit, last"):
         WhyRequest(step="first")
     assert FixRequest(step="last").step == "last"
+
+
+# -- the library's own defaults ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("request_type", "function"),
+    [
+        (AttributeRequest, "otelcar.attribution.steps.attribute:attribute_async"),
+        (WhyRequest, "otelcar.attribution.context.why:why_async"),
+        (FixRequest, "otelcar.attribution.fixes.fix:fix_async"),
+        (ReplayCheckRequest, "otelcar.attribution.faithfulness:check_policy"),
+    ],
+)
+def test_a_request_default_is_the_library_default(request_type: type, function: str):
+    """The library's functions keep their own keyword defaults (a layer below the requests):
+    each option with a default of its own (not one ``otelcar.toml`` fills in) has the
+    library's, so ``otelcar.attribute(run, …)`` and ``otelcar attribute`` agree."""
+    import importlib
+    import inspect
+
+    module, _, name = function.partition(":")
+    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    library_names = {"check_policy": "samples", **request_type.library_names}
+    compared = 0
+    for spec in specs(request_type):
+        parameter = parameters.get(library_names.get(spec.name, spec.name))
+        if parameter is None or spec.default is None:
+            continue  # not the library's, or one [replay] fills in (budget, seed)
+        if parameter.default is inspect.Parameter.empty:
+            continue
+        compared += 1
+        assert spec.default == parameter.default, (request_type.kind, spec.name)
+    assert compared, request_type.kind
