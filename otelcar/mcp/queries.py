@@ -27,7 +27,10 @@ class QueryError(OtelcarError):
     """A list or search argument is not valid (a time, a limit, an empty query)."""
 
 
-def _time(value: str | None, name: str) -> int | None:
+def resolved_time(value: str | None, name: str) -> int | None:
+    """``value`` (ISO 8601 or an age, :func:`otelcar.sources.parse_time`) as Unix
+    nanoseconds, ``None`` for ``None``; a :class:`QueryError` naming the argument ``name``
+    when it is neither."""
     if value is None:
         return None
     try:
@@ -92,7 +95,7 @@ def traces_page(
         since_ns, until_ns, limit = state["since"], state["until"], state["limit"]
         before, seen = state["before"], state["seen"]
     else:
-        since_ns, until_ns = _time(since, "since"), _time(until, "until")
+        since_ns, until_ns = resolved_time(since, "since"), resolved_time(until, "until")
     _limit(limit)
     bound = until_ns
     if before is not None:

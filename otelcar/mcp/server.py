@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Annotated, Any, Literal
 
 import jsonschema
@@ -41,6 +41,7 @@ from otelcar.mcp.bounded import (
 from otelcar.replay import load_run
 from otelcar.replay.divergence import diff_kept
 from otelcar.replay.timelines import timelines_document
+from otelcar.store.stamp import StampedCache, store_stamp
 from otelcar.triage.queue import STATES
 from otelcar.triage.summaries import FailureIndex
 
@@ -458,10 +459,24 @@ def build_server(
 
         return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs))
 
-    async def answered(name: str, read: Callable[[], dict[str, Any]]) -> CallToolResult:
+    kept_answers = StampedCache()
+
+    async def answered(
+        name: str, read: Callable[[], dict[str, Any]], key: Hashable | None = None
+    ) -> CallToolResult:
         """``answer(name, read())`` on a worker thread: reading, checking and sizing a result
-        never holds up the server's loop (other requests are answered meanwhile)."""
-        return await in_thread(lambda: answer(name, read()))
+        never holds up the server's loop (other requests are answered meanwhile). With a
+        ``key`` (the call's arguments), the answer is kept while the local store is unchanged
+        (:mod:`otelcar.store.stamp`; ``otelcar.toml`` is read at every call, and a
+        ``[source]`` other than the store keeps nothing) and sent again."""
+
+        def keep() -> CallToolResult:
+            with read_source() as source:
+                stamp = store_stamp(source)
+            kept = None if stamp is None else (stamp, name, key)
+            return kept_answers.get(kept, lambda: answer(name, read()))
+
+        return await in_thread(lambda: answer(name, read()) if key is None else keep())
 
     def read_source() -> Any:
         return context.open_source(context.config())
@@ -529,7 +544,9 @@ def build_server(
                     budget=budget,
                 )
 
-        return await answered("list_traces", read)
+        times = (queries.resolved_time(since, "since"), queries.resolved_time(until, "until"))
+        key = (service, times, errors_only, dialect, limit, cursor)
+        return await answered("list_traces", read, key)
 
     @_tool_errors
     async def search_traces(

@@ -46,7 +46,7 @@ from starlette.routing import Route
 from otelcar import __version__
 from otelcar.errors import OtelcarError, TraceNotFound
 from otelcar.pricing import Cost, cost_of
-from otelcar.project_config import load_prices
+from otelcar.project_config import DEFAULT_CONFIG, load_prices
 from otelcar.replay import load_run
 from otelcar.replay.divergence import diff_kept
 from otelcar.replay.timelines import (
@@ -59,6 +59,7 @@ from otelcar.report import render_html
 from otelcar.report.html_diff import render_diff_html
 from otelcar.report.markup import attr, esc
 from otelcar.sources import TraceFilter, TraceSource
+from otelcar.store.stamp import StampedCache, file_stamp, store_stamp
 from otelcar.sync import run_sync
 from otelcar.trace_search import SearchError, matching_steps
 from otelcar.triage.queue import STATES
@@ -149,7 +150,9 @@ def create_app(
     manager = RunManager(runs_dir, load_trace=load, config_path=config_path, store_root=store_root)
 
     def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-        html = env.get_template(name).render(**context)
+        return respond(env.get_template(name).render(**context), status_code)
+
+    def respond(html: str, status_code: int = 200) -> HTMLResponse:
         response = HTMLResponse(html, status_code=status_code)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -167,33 +170,43 @@ def create_app(
     async def home(request: Request) -> Response:
         return RedirectResponse("/traces", status_code=303)
 
+    listed = StampedCache()
+    config_file = config_path if config_path is not None else Path(DEFAULT_CONFIG)
+
     def traces_html(request: Request) -> Response:
+        """The list, drawn again only when the store or ``otelcar.toml`` changed
+        (:mod:`otelcar.store.stamp`; a relative ``since``/``until`` is never the same)."""
         try:
             query = TraceQuery.from_params(request.query_params)
+            wanted = query.source_filter()
             with open_source() as source:
-                where = source.where
-                every = source.traces().height  # what the live-updates stream counts
-                index = source.traces(query.source_filter())
-                listing = apply_query(index, query)
-                outcomes = run_sync(_page_outcomes(source, listing.rows, config_path))
-                ids = [row["trace_id"] for row in listing.rows]
-                totals = page_totals(source, ids, load_prices(config_path))
+                stamp = store_stamp(source)
+                key = None if stamp is None else (stamp, file_stamp(config_file), query, wanted)
+                return respond(listed.get(key, lambda: list_html(source, query)))
         except QueryError as exc:
             return page("error.html", 400, title="bad query", message=str(exc))
-        return page(
-            "traces.html",
+
+    def list_html(source: TraceSource, query: TraceQuery) -> str:
+        every = source.traces().height  # what the live-updates stream counts
+        listing = apply_query(source.traces(query.source_filter()), query)
+        outcomes = run_sync(_page_outcomes(source, listing.rows, config_path))
+        ids = [row["trace_id"] for row in listing.rows]
+        totals = page_totals(source, ids, load_prices(config_path))
+        return env.get_template("traces.html").render(
             title="traces",
             index_count=every,
             query=query,
             listing=listing,
-            where=where,
+            where=source.where,
             outcomes=outcomes,
             totals=totals,
         )
 
     def trace_count() -> int:
         with open_source() as source:
-            return int(source.traces().height)
+            stamp = store_stamp(source)
+            key = None if stamp is None else (stamp, "count")
+            return int(listed.get(key, lambda: source.traces().height))
 
     triaged = FailureIndex(store_root) if store_root is not None else None
 

@@ -9,11 +9,10 @@ without build ids (a remote one) is always read.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from otelcar.sources import TraceFilter
+from otelcar.store.stamp import StampedCache
 
 #: Traces kept.
 SIZE = 4
@@ -24,28 +23,15 @@ class TraceCache:
     trace's build id is the one it was read at (module docstring)."""
 
     def __init__(self, size: int = SIZE) -> None:
-        self.size = size
-        self._kept: OrderedDict[tuple[str, Any], Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._kept = StampedCache(size)
 
     def load(self, source: Any, trace_id: str) -> Any:
         full = source.resolve(trace_id)
         row = source.traces(TraceFilter(trace_ids=(full,)))
         build = row["build_id"][0] if row.height and "build_id" in row.columns else None
-        if build is None or (isinstance(build, float) and build != build):
-            return source.load(full)
-        key = (full, build)
-        with self._lock:
-            if key in self._kept:
-                self._kept.move_to_end(key)
-                return self._kept[key]
-        loaded = source.load(full)
-        with self._lock:
-            self._kept[key] = loaded
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
-        return loaded
+        if isinstance(build, float) and build != build:  # NaN: no build id either
+            build = None
+        return self._kept.get(None if build is None else (full, build), lambda: source.load(full))
 
     def __len__(self) -> int:
         return len(self._kept)
