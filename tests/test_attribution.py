@@ -7,7 +7,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 
 from otelcar.attribution import AttributionError, attribute
 from otelcar.attribution.stats import (
@@ -25,7 +24,10 @@ from otelcar.attribution.stats import (
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
 from otelcar.testing import scenarios as synthetic
-from tests.conftest import NEW_CONTENT, OTLP
+from tests.conftest import NEW_CONTENT
+from tests.helpers.design import fake_run as _fake_run
+from tests.helpers.design import outcomes_of as _outcomes
+from tests.helpers.scripted_refund import imported_trace_with_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -145,41 +147,6 @@ def test_a_passing_run_is_refused_unless_credit_is_asked():
     # 16 rollouts: with 8, the upper bounds (Δ ≤ 0.37) do not reach below the margin 0.3
     credit = attribute(run, registry=registry, outcome=never, credit=True, rollouts=16)
     assert credit.question == "success" and credit.verdict == "locked-in"
-
-
-POLICY = """
-import random
-from otelcar.messages import Message, ToolCall
-
-def decide(request):
-    tools = [m for m in request.messages if m.role == "tool"]
-    if not tools:
-        return Message("assistant", None, (
-            ToolCall("lookup_order", {"order_id": "A-1001"}, "c1"),
-            ToolCall("get_refund_policy", {"category": "electronics"}, "c2")))
-    if len(tools) == 2:
-        if random.Random(request.seed).random() < 0.1:
-            return Message("assistant", None, (
-                ToolCall("issue_refund", {"order_id": "A-1001", "amount": 129.99}, "c3"),))
-        return Message("assistant", "This needs a manager's approval.")
-    return Message("assistant", "Done.")
-"""
-
-
-def imported_trace_with_policy(tmp_path: Path) -> tuple[CliRunner, list[str], Path]:
-    """A store with the new-content fixture imported and an otelcar.toml whose 'llm' policy
-    is :data:`POLICY` (also used by other test modules)."""
-    (tmp_path / "agent_policy.py").write_text(POLICY)
-    config = tmp_path / "otelcar.toml"
-    config.write_text(
-        '[policies.llm]\ntype = "python"\nfunction = "agent_policy:decide"\n[replay]\nseed = 4\n'
-    )
-    runner = CliRunner()
-    store = ["--store", str(tmp_path / "store")]
-    runner.invoke(
-        cli, [*store, "import", str(OTLP / "new_content.traces.jsonl")], catch_exceptions=False
-    )
-    return runner, store, config
 
 
 def test_cli_attribute_on_an_imported_trace(tmp_path: Path):
@@ -309,26 +276,6 @@ def test_a_flaky_grader_does_not_make_the_final_step_a_culprit():
 
 
 # -- the adaptive design: alpha spending, futility, Δ = 0 by construction, separation ----------
-def _fake_run(m: int):
-    """What :func:`estimate` and :func:`sequential` read of a run: its m decisions."""
-    from types import SimpleNamespace
-
-    decisions = [SimpleNamespace(index=k, step=2 * k, agent=None, name="llm") for k in range(m)]
-    return SimpleNamespace(decisions=decisions, horizon=m)
-
-
-def _outcomes(rows: dict[int, list[bool]], repeated: dict[int, bool] | None = None):
-    from otelcar.attribution.experiment.rollouts import PlanOutcomes
-
-    result = {}
-    for k, failures in rows.items():
-        plan = PlanOutcomes()
-        plan.failures = dict(enumerate(failures))
-        plan.repeated_first = {r: (repeated or {}).get(k, False) for r in range(len(failures))}
-        result[k] = plan
-    return result
-
-
 def test_spending_puts_no_alpha_on_looks_that_cannot_reject():
     looks = [8, 16, 32, 64]
     # With 8 pairs the smallest exact p-value is 2^-8 = 0.0039: above Holm's first threshold
@@ -409,6 +356,30 @@ def test_steps_that_repeat_their_recorded_action_are_bounded_and_cost_little_mor
         assert e.n <= 12  # no further look once the culprit is told apart from them
     row = next(r for r in result.to_dict()["steps"] if r["index"] == 0)
     assert row["repeats_recorded_action"] and row["delta"] == 0 and "test_alpha" in row
+
+
+def test_once_only_repeating_steps_are_open_the_culprits_plans_are_not_extended(monkeypatch):
+    """A weak culprit (Δ 0.3) is significant before the last step, whose re-decisions all
+    repeat its recorded action, is bounded below the culprit's lower bound. Its bound shrinks
+    with its own re-decisions alone, so from then on only its plans get rollouts: the
+    culprit's (re-deciding everything from the culprit on) are left where they were."""
+    import otelcar.attribution.steps.attribute as attribute_module
+
+    asked: list[tuple[int, set[int]]] = []
+    extend = attribute_module.extend
+
+    async def recording(run, plans, outcomes, env, *, upto, needed, **options):
+        asked.append((upto, set(needed)))
+        await extend(run, plans, outcomes, env, upto=upto, needed=needed, **options)
+
+    monkeypatch.setattr(attribute_module, "extend", recording)
+    result = _attribute(synthetic.single_culprit(5, 2, p_bad=0.7), seed=1)
+    culprit = result.culprit
+    assert culprit is not None and culprit.index == 2 and result.stop_reason == "separated"
+    last = result.steps[-1]
+    assert last.repeats_recorded and last.n > culprit.n
+    alone = [needed for _, needed in asked if needed and culprit.index not in needed]
+    assert alone and all(needed == {last.index - 1, last.index} for needed in alone)
 
 
 def test_paired_contrasts_separate_a_culprit_that_marginal_intervals_cannot():

@@ -28,7 +28,8 @@ from scipy.stats import binom
 from otelcar.attribution.stats import spending_schedule, step_schedule
 from otelcar.attribution.steps.attribute import sequential
 from otelcar.attribution.steps.equivalence import DEFAULT_MARGIN
-from tests.test_attribution import _fake_run, _outcomes
+from tests.helpers.design import fake_run as _fake_run
+from tests.helpers.design import outcomes_of as _outcomes
 
 ALPHA, RUNS, LOOKS = 0.05, 400, [8, 16, 32, 64]
 CHOICES = (("ok", 0.2), ("ok2", 0.4), ("ok3", 0.4))

@@ -21,8 +21,8 @@ from otelcar.errors import BudgetTooSmall
 from otelcar.render import attribution_report
 from otelcar.replay import Budget, Environment
 from otelcar.testing import TRACE_ID, Scenario, build, single_culprit
-from tests.test_attribution import NEW_CONTENT, imported_trace_with_policy
-from tests.test_config_checks import never_called
+from tests.conftest import NEW_CONTENT
+from tests.helpers.scripted_refund import imported_trace_with_policy, never_called
 
 
 def _repeating(n: int) -> Scenario:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -13,24 +12,9 @@ from click.testing import CliRunner
 from otelcar import STEPS_SCHEMA
 from otelcar.cli import cli
 from tests.conftest import BAD, LEGACY_CONTENT, NEW_CONTENT, OTLP
+from tests.helpers.schemas import validator
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _schema(name: str) -> dict:
-    return json.loads((ROOT / "schemas" / name).read_text())
-
-
-def _validator(name: str) -> jsonschema.Draft202012Validator:
-    registry = jsonschema.validators.Draft202012Validator  # noqa: F841 - for readability
-    message = _schema("message.schema.json")
-    resolver_store = {"message.schema.json": message, "otelcar/message.schema.json": message}
-    from referencing import Registry, Resource
-
-    resources = [(uri, Resource.from_contents(doc)) for uri, doc in resolver_store.items()]
-    return jsonschema.Draft202012Validator(
-        _schema(name), registry=Registry().with_resources(resources)
-    )
 
 
 @pytest.fixture
@@ -52,7 +36,7 @@ def test_import_list_show(run, tmp_path: Path):
 
     listing = run("traces", "--json")
     traces = json.loads(listing.output)
-    _validator("traces-list.schema.json").validate(traces)
+    validator("traces-list.schema.json").validate(traces)
     assert len(traces) == 6
     new = next(t for t in traces if t["trace_id"] == NEW_CONTENT)
     assert (new["n_steps"], new["n_llm"], new["n_tool"], new["content_captured"]) == (
@@ -65,7 +49,7 @@ def test_import_list_show(run, tmp_path: Path):
 
     shown = run("show", NEW_CONTENT[:8], "--json")
     data = json.loads(shown.output)
-    _validator("show.schema.json").validate(data)
+    validator("show.schema.json").validate(data)
     assert [s["kind"] for s in data["steps"]] == [
         "agent",
         "llm",
@@ -257,7 +241,7 @@ def test_traces_judges_each_recorded_run_with_the_configured_outcome(
     )
     listing = run("traces", "-c", str(config), "--json")
     traces = json.loads(listing.stdout)
-    _validator("traces-list.schema.json").validate(traces)
+    validator("traces-list.schema.json").validate(traces)
     verdicts = {t["trace_id"]: t["outcome"] for t in traces}
     assert verdicts[NEW_CONTENT] == "fail" and verdicts[LEGACY_CONTENT] == "fail"
     assert sorted(set(verdicts.values())) == ["fail", "pass"]

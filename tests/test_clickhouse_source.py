@@ -34,8 +34,8 @@ from otelcar.sources.exporter_rows import restore_body, restore_value
 from otelcar.trajectory import build_traces
 from tests.clickhouse_exporter import as_string, create_tables, insert_frames
 from tests.conftest import LEGACY_CONTENT, NEW_CONTENT, OTLP
+from tests.helpers.scripted_refund import POLICY
 from tests.parts import need_module
-from tests.test_attribution import POLICY
 
 clickhouse_connect = need_module("clickhouse_connect", "pip install -e '.[dev]'; `make test` does")
 need_module("chdb", "pip install -e '.[dev]'; `make test` does")

@@ -22,7 +22,8 @@ from otelcar.outcome import outcome_from_config
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import load_run
 from otelcar.testing import StaticToolPolicy, Turn, conversation_steps
-from tests.test_attribution import NEW_CONTENT, imported_trace_with_policy
+from tests.conftest import NEW_CONTENT
+from tests.helpers.scripted_refund import imported_trace_with_policy, never_called
 
 TRACE = "ab" * 16
 PARAMETERS = {
@@ -113,16 +114,6 @@ def test_check_config_fits_names_the_config_and_every_problem():
     config.registry = ProjectConfig().registry
     config.outcome = outcome_from_config({"type": "tool_called", "tool": "delete_file"})
     check_config_fits(_run(defined=False), config)  # fits: no error
-
-
-def never_called(tmp_path: Path, config: Path) -> None:
-    """Point ``config``'s LLM policy at one that fails the test if it is ever called (a
-    module name of its own: ``agent_policy`` stays the working one other tests import)."""
-    (tmp_path / "never_called_policy.py").write_text(
-        "def decide(request):\n    raise AssertionError('a policy call was made')\n"
-    )
-    text = config.read_text().replace("agent_policy:decide", "never_called_policy:decide")
-    config.write_text(text)
 
 
 TYPO = '[policies."tool:lookup_ordr"]\ntype = "recorded"\n'

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import NEW_CONTENT
-from tests.test_attribution import imported_trace_with_policy
+from tests.helpers.scripted_refund import imported_trace_with_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 

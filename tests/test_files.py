@@ -142,3 +142,45 @@ def test_a_named_file_nothing_in_which_reads_is_named_and_the_import_is_incomple
     mixed.write_text(good.read_text().splitlines()[0] + "\n" + '{"resourceSpans": 5}\n')
     report = import_files([mixed], store=Store(tmp_path / "mixed_store"))
     assert report.complete and len(report.unparsed) == 1
+
+
+FIXTURES = OTLP.parent
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "otlp/new_content.traces.json",
+        "otlp/new_content.traces.jsonl",
+        "langsmith/sdk.read_run.json",
+        "langsmith/sdk.list_runs.jsonl",
+        "langfuse/export/api_trace.json",
+        "langfuse/export/ui_observations.jsonl",
+    ],
+)
+def test_a_sniffed_json_file_is_parsed_once(name, monkeypatch):
+    """Sniffing parses what it must to tell the format (a first line; a whole document that
+    is not plainly OTLP, to see which export it is), and the reader decodes that same value
+    instead of parsing the bytes again: every record's JSON is parsed exactly once (issue 38;
+    before, a LangSmith or Langfuse document was parsed twice and a first line three times)."""
+    import json
+
+    from otelcar.readers import read_traces
+
+    path = FIXTURES / name
+    data = path.read_bytes()
+    if name.endswith(".jsonl"):
+        records = [line.strip() for line in data.splitlines() if line.strip()]
+    else:
+        records = [data]
+    parsed: dict[bytes, int] = {}
+    loads = json.loads
+
+    def counting(text, *args, **kwargs):
+        key = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        parsed[key] = parsed.get(key, 0) + 1
+        return loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counting)
+    assert read_traces(path).height > 0
+    assert [parsed.get(record, 0) for record in records] == [1] * len(records)

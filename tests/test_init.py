@@ -12,7 +12,7 @@ from otelcar.cli import cli
 from otelcar.project_config import parse_config
 from otelcar.replay import load_run
 from otelcar.starter_config import starting_config
-from tests.test_requests import _run
+from tests.helpers.workspace import workspace_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ def _uncomment_inferred(text: str) -> str:
 
 
 def test_the_starting_config_declares_nothing_it_inferred() -> None:
-    run = _run()
+    run = workspace_run()
     text = starting_config(run)
     config = parse_config(tomllib.loads(text))
     assert config.agent.structure is None and not config.agent.tools
@@ -60,7 +60,7 @@ def test_the_starting_config_declares_nothing_it_inferred() -> None:
 
 
 def test_accepting_every_inferred_line_declares_the_whole_request() -> None:
-    run = _run()
+    run = workspace_run()
     accepted = parse_config(tomllib.loads(_uncomment_inferred(starting_config(run))))
     assert accepted.agent.structure == "workflow"
     assert set(accepted.agent.tools) == {"list_files", "file_info", "delete_file"}

@@ -23,8 +23,16 @@ from otelcar.messages import decode_arguments
 from otelcar.trajectory import build_trace
 from tests.conftest import NEW_CONTENT, OTLP, ROOT
 from tests.equivalence import comparable
+from tests.helpers.refund_fixture import (
+    CALLS_1,
+    CALLS_2,
+    EXPECTED_CONTEXTS,
+    FINAL,
+    ORDER,
+    POLICY,
+    REFUND,
+)
 from tests.synth import TRACE, span
-from tests.test_fixtures import CALLS_1, CALLS_2, EXPECTED_CONTEXTS, FINAL, ORDER, POLICY, REFUND
 
 LANGFUSE = ROOT / "fixtures" / "langfuse"
 EXPORT = LANGFUSE / "export"

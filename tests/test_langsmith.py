@@ -35,7 +35,7 @@ from otelcar.messages import Message, ToolCall, decode_arguments
 from otelcar.trajectory import build_trace
 from tests.conftest import OTLP, ROOT
 from tests.equivalence import comparable
-from tests.test_fixtures import CALLS_1, CALLS_2, EXPECTED_CONTEXTS, FINAL, TOOLS
+from tests.helpers.refund_fixture import CALLS_1, CALLS_2, EXPECTED_CONTEXTS, FINAL, TOOLS
 
 LS = ROOT / "fixtures" / "langsmith"
 SDK_TRACE = "cdb307065cc941c0858c242b96206470"

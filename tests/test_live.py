@@ -29,12 +29,11 @@ from otelcar.analyses import attribute_run, why_run
 from otelcar.live import AgentCommand, LiveExecutor, run_agent
 from otelcar.live.check import LiveReplayError, check_live
 from otelcar.outcome import outcome_from_config
-from otelcar.policies.base import Decision, DecisionRequest
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, run_plan
 from otelcar.sync import run_sync
-from tests.test_counterfactual_agents import CULPRIT_TOOL, OUTCOMES, Recorded, agent_module
+from tests.helpers.agents import CULPRIT_TOOL, OUTCOMES, Recorded, Seeing, agent_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,21 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def command(agent: str, *extra: str, **options: Any) -> AgentCommand:
     line = [sys.executable, "-m", "tests.agents.run", agent, "--seed", "7", *extra]
     return AgentCommand.parse(line, cwd=ROOT, **options)
-
-
-class Seeing:
-    """The agent's brain as otelcar's policy, keeping every request it is sent."""
-
-    max_concurrency = 8
-
-    def __init__(self, agent: str) -> None:
-        self.decide_message = agent_module(agent).decide
-        self.name = f"brain:{agent}"
-        self.requests: list[DecisionRequest] = []
-
-    async def decide(self, request: DecisionRequest) -> Decision:
-        self.requests.append(request)
-        return Decision(self.decide_message(request), policy=self.name)
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from otelcar.replay import Environment, Plan, Resample, load_run, run_plan
 from otelcar.sync import run_sync
 from tests.agents import agents_sdk
 from tests.agents.model import ScriptedModel, offered
-from tests.test_live import Seeing
+from tests.helpers.agents import Seeing
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 7

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from otelcar.cli import cli
-from tests.test_counterfactual_agents import OUTCOMES, Recorded
+from tests.helpers.agents import OUTCOMES, Recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -43,9 +43,8 @@ from otelcar.replay import Environment, Plan, Resample, load_run, run_plan
 from otelcar.sync import run_sync
 from tests.agents.model import answer, offered
 from tests.agents.refund_loop import TOOLS, brain
+from tests.helpers.agents import OUTCOMES, Seeing
 from tests.parts import missing
-from tests.test_counterfactual_agents import OUTCOMES
-from tests.test_live import Seeing
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_DIR = ROOT / "tests" / "agents" / "node"

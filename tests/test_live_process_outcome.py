@@ -36,8 +36,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, check_fidelity, run_plan
 from otelcar.sync import run_sync
-from tests.test_counterfactual_agents import Recorded
-from tests.test_live import Seeing
+from tests.helpers.agents import Recorded, Seeing
 
 ROOT = Path(__file__).resolve().parents[1]
 FAIL_ON = "issue_refund:order_id=B-7"

@@ -32,8 +32,8 @@ from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, run_plan
 from otelcar.store.live_requests import FOLDER, LiveRequestStore
 from otelcar.sync import run_sync
-from tests.test_counterfactual_agents import OUTCOMES, Recorded
-from tests.test_live import ROOT, Seeing
+from tests.conftest import ROOT
+from tests.helpers.agents import OUTCOMES, Recorded, Seeing
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 STEPS = {

@@ -33,8 +33,7 @@ from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import Environment, Plan, Resample, run_plan
 from otelcar.sync import run_sync
-from tests.test_counterfactual_agents import OUTCOMES, Recorded
-from tests.test_live import Seeing
+from tests.helpers.agents import OUTCOMES, Recorded, Seeing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,7 +173,7 @@ def test_a_kept_live_timeline_keeps_each_rollouts_own_trace(
     from click.testing import CliRunner
 
     from otelcar.cli import cli
-    from tests.test_cli import _validator
+    from tests.helpers.schemas import validator
 
     store = tmp_path / "store"
     runner = CliRunner()
@@ -203,7 +202,7 @@ def test_a_kept_live_timeline_keeps_each_rollouts_own_trace(
     done = runner.invoke(cli, [*show, "--own-trace", "--json"])
     assert done.exit_code == 0, done.output
     document = json.loads(done.output)
-    _validator("show.schema.json").validate(document)
+    validator("show.schema.json").validate(document)
     kinds = [s["kind"] for s in document["steps"]]
     assert kinds.count("llm") == run.horizon and "tool" in kinds
     assert document["trace"]["service"] == "rollout live#1"
@@ -213,7 +212,7 @@ def test_a_kept_live_timeline_keeps_each_rollouts_own_trace(
     # the console lists the rollouts' own traces with the timeline and shows one as a trace
     from starlette.testclient import TestClient
 
-    from tests.test_ui import app_for
+    from tests.helpers.console import app_for
 
     with TestClient(app_for(store, config)) as client:
         page = client.get(f"/traces/{run.trace_id}")

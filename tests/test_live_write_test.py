@@ -35,8 +35,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.pytest_plugin import RecordedAgent
 from otelcar.sync import run_sync
-from tests.test_counterfactual_agents import OUTCOMES, Recorded
-from tests.test_live import Seeing
+from tests.helpers.agents import OUTCOMES, Recorded, Seeing
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = [sys.executable, "-m", "tests.agents.run", "refund_loop", "--seed", "7"]

@@ -21,7 +21,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from otelcar.cli import cli
-from tests.test_attribution import NEW_CONTENT, POLICY
+from tests.conftest import NEW_CONTENT
+from tests.helpers.scripted_refund import POLICY
 
 ROOT = Path(__file__).resolve().parents[1]
 OTLP = ROOT / "fixtures" / "otlp"

@@ -13,8 +13,8 @@ from otelcar.conventions import map_span
 from otelcar.messages import Message, ToolCall, decode_arguments
 from tests.conftest import NEW_CONTENT, OTLP, ROOT
 from tests.equivalence import comparable
+from tests.helpers.refund_fixture import CALLS_1, CALLS_2, EXPECTED_CONTEXTS, FINAL, TOOLS, USER
 from tests.synth import span
-from tests.test_fixtures import CALLS_1, CALLS_2, EXPECTED_CONTEXTS, FINAL, TOOLS, USER
 
 OI = ROOT / "fixtures" / "openinference"
 # Trace ids of the committed fixtures (seeded id generator in make_fixtures.py).

@@ -16,8 +16,7 @@ from otelcar.messages import Message, ToolCall, decode_arguments
 from otelcar.trajectory import build_trace
 from tests.conftest import NEW_CONTENT, OTLP, ROOT
 from tests.equivalence import comparable
-from tests.synth import TRACE, log, span
-from tests.test_fixtures import (
+from tests.helpers.refund_fixture import (
     CALLS_1,
     CALLS_2,
     EXPECTED_CONTEXTS,
@@ -28,6 +27,7 @@ from tests.test_fixtures import (
     TOOLS,
     USER,
 )
+from tests.synth import TRACE, log, span
 
 OLL = ROOT / "fixtures" / "openllmetry"
 # Trace ids of the committed fixtures (seeded id generator in make_fixtures.py).

@@ -28,8 +28,8 @@ from otelcar.replay import Budget, load_run
 from otelcar.sync import run_sync
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT, OTLP
-from tests.test_attribution import imported_trace_with_policy
-from tests.test_why_fix import null_agent, registry, run_of
+from tests.helpers.refund_scenario import null_agent, registry, run_of
+from tests.helpers.scripted_refund import imported_trace_with_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "schemas" / "pairs.schema.json").read_text())
@@ -336,7 +336,7 @@ def test_cli_attribute_with_fail_if_then_export_pairs_with_the_same_rule(tmp_pat
 
 
 def test_cli_fix_then_export_pairs_from_the_file_and_the_kept_run(tmp_path):
-    from tests.test_why_fix import FIXTURE_POLICY
+    from tests.helpers.refund_scenario import FIXTURE_POLICY
 
     (tmp_path / "fixture_agent.py").write_text(FIXTURE_POLICY)
     sys.path.insert(0, str(tmp_path))

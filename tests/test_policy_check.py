@@ -21,7 +21,7 @@ from otelcar.readers import read_otlp
 from otelcar.replay.recorded import load_run
 from otelcar.sync import run_sync
 from tests.conftest import NEW_CONTENT, OTLP
-from tests.test_attribution import POLICY
+from tests.helpers.scripted_refund import POLICY
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "schemas" / "attribution.schema.json"
@@ -217,3 +217,34 @@ def test_a_rare_reproduction_on_the_recorded_request_is_not_an_alarm(tmp_path, r
     assert refund.rare(check.min_rate) and not refund.unfaithful(check.min_rate)
     assert refund.step not in check.to_dict()["unfaithful_steps"]
     assert "consistent with an intermittent decision" in check.headline()
+
+
+def test_attributes_check_draws_where_attribute_already_re_decided():
+    """The policy check at the culprit draws on the refutation's seeds and at the harmful
+    step on the curve's: in the environment ``attribute`` ran in, every re-decision the check
+    takes there is one the attribution already made (a cache hit, no call); in a fresh
+    environment the same check costs a call per re-decision."""
+    from otelcar.attribution.steps.policy_check import check_stage
+    from otelcar.replay import Budget, Environment
+    from otelcar.testing.scenarios import build, single_culprit
+
+    steps, registry, outcome = build(single_culprit(5, 2, p_bad=0.3))
+    recorded = load_run(steps["trace_id"][0], steps)
+    env = Environment(registry, Budget())
+    result = attribute(recorded, registry=registry, outcome=outcome, seed=3, env=env)
+    assert result.culprit is not None and result.culprit.step == 5
+    earlier = next(d.step for d in recorded.decisions if d.step < result.culprit.step)
+    # stand-in for a harmful step that is not the culprit: the curve's first look re-decided
+    # every step on its recorded context 8 times
+    checked = run_sync(check_stage(recorded, env, culprit=5, harmful=earlier, samples=8, seed=3))
+    assert checked.check is not None
+    assert sorted(d.step for d in checked.check.decisions) == [earlier, 5]
+    assert all(d.n + d.errors == 8 for d in checked.check.decisions)
+    assert checked.calls == 0
+    fresh = run_sync(
+        check_stage(
+            recorded, Environment(registry, Budget()), culprit=5, harmful=earlier, samples=8,
+            seed=3,
+        )
+    )  # fmt: skip
+    assert fresh.calls == 16

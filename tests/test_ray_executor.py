@@ -31,8 +31,14 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ConfigError, parse_config
 from otelcar.replay import Budget, Environment, load_run, run_plan
 from otelcar.testing import scenarios as synthetic
+from tests.helpers.generated_agent import (
+    AGENT_MODULE,
+    AGENT_SOURCE,
+    agent_trace_otlp,
+    batch,
+    write_dump,
+)
 from tests.parts import missing, need_module
-from tests.test_aggregate import AGENT_MODULE, AGENT_SOURCE, agent_trace_otlp, batch, write_dump
 
 ray = need_module("ray", "pip install -e '.[dev]' (or 'otelcar[ray]'); `make test` does")
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,35 +22,12 @@ from polars.testing import assert_frame_equal
 from otelcar import Store, import_files
 from otelcar.receiver import Receiver, ReceiverConfig
 from tests.conftest import NEW_CONTENT, OTLP
+from tests.helpers.otlp_agent import run_sdk_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE_PB = (OTLP / "new_content.traces.pb").read_bytes()
 TRACE_JSON = (OTLP / "new_content.traces.json").read_bytes()
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-
-
-def run_sdk_agent(port: int, protocol: str, out: Path, *, compression: str = "none") -> str:
-    """Run the instrumented agent (tests/clients/otlp_agent.py) exporting with the official
-    SDK exporter to 127.0.0.1:``port`` over ``protocol`` (``grpc``, ``http/protobuf``), its
-    file copy written to ``out``; the trace id it printed."""
-    env = {
-        **os.environ,
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-        "PYTHONPATH": str(ROOT),
-    }
-    env.pop("OTEL_EXPORTER_OTLP_COMPRESSION", None)
-    if compression != "none":
-        env["OTEL_EXPORTER_OTLP_COMPRESSION"] = compression
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "clients" / "otlp_agent.py"), str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    return run.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture

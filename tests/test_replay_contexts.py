@@ -19,42 +19,19 @@ import pytest
 
 from otelcar import Store, import_files
 from otelcar.attribution.steps.attribute import Negated
-from otelcar.messages import Message, ToolCall
+from otelcar.messages import Message
 from otelcar.outcome import AllOf, AnyOf, FinalAnswer, ToolCalled, events_of, judges_events
 from otelcar.policies import (
-    CallableLLMPolicy,
-    CallableToolPolicy,
     DecisionRequest,
-    PolicyRegistry,
 )
 from otelcar.policies.digest import MessageChain, messages_digest
-from otelcar.replay import Do, Environment, Observe, Plan, Remove, Resample, load_run
+from otelcar.replay import Plan, load_run
 from otelcar.replay.harness import replay
 from otelcar.replay.recorded import ContextLink, RecordedRun
 from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout_steps
 from otelcar.sync import run_sync
+from tests.helpers.frameworks import CASES, FRAMEWORKS, random_env, random_plans, runs_in
 from tests.parts import EXTERNAL, need_data
-
-FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
-CASES = sorted(p.parent.name for p in FRAMEWORKS.glob("*/expected.json"))
-
-
-def trace_files(folder: Path) -> list[Path]:
-    """The trace files under ``folder`` (not its notes, generators or expected results)."""
-    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
-    return [p for p in files if p.suffix not in (".py", ".txt") and p.name != "expected.json"]
-
-
-def _runs(folder: Path, tmp_path: Path) -> list[RecordedRun]:
-    """Every trace with two or more decisions among the trace files under ``folder``."""
-    store = Store(tmp_path / "store")
-    import_files(trace_files(folder), store=store)
-    runs = []
-    for trace_id in store.traces()["trace_id"].to_list():
-        run = load_run(trace_id, store.steps(trace_id))
-        if run.horizon >= 2:
-            runs.append(run)
-    return runs
 
 
 def _unlinked(run: RecordedRun) -> RecordedRun:
@@ -63,51 +40,13 @@ def _unlinked(run: RecordedRun) -> RecordedRun:
     return dataclasses.replace(run, _links=links)
 
 
-def _policy(seen: list[DecisionRequest]):
-    def decide(request: DecisionRequest) -> Message:
-        seen.append(request)
-        rng = random.Random(request.seed)
-        if rng.random() < 0.5:
-            return Message("assistant", f"answer {rng.randrange(3)}")
-        name = rng.choice(["search", "lookup"])
-        return Message("assistant", None, (ToolCall(name, {"q": rng.randrange(3)}, "c1"),))
-
-    return decide
-
-
-def _env(seen: list[DecisionRequest]) -> Environment:
-    registry = PolicyRegistry().register("llm", CallableLLMPolicy(_policy(seen), name="p"))
-    registry.register("tool:*", CallableToolPolicy(lambda request: "tool says hi", name="t"))
-    return Environment(registry)
-
-
-def _plans(run: RecordedRun, rng: random.Random, count: int) -> list[Plan]:
-    steps = [d.step for d in run.decisions]
-    plans = [Plan()]
-    for _ in range(count):
-        step = rng.choice(steps)
-        decision = run.decision_at_step(step)
-        kind = rng.choice(["resample", "resample_from", "do", "remove", "observe"])
-        if kind == "resample":
-            plans.append(Plan((Resample(step),)))
-        elif kind == "resample_from":
-            plans.append(Plan.resample_from(step, steps))
-        elif kind == "do":
-            plans.append(Plan((Do(step, Message("assistant", "forced answer")),)))
-        elif kind == "remove":
-            plans.append(Plan((Remove(step),)))
-        elif decision.action is not None and decision.action.tool_calls:
-            plans.append(Plan((Observe(step, "mocked observation", 0),)))
-    return plans
-
-
 def _check_same_as_from_scratch(run: RecordedRun, rng: random.Random, where: str) -> None:
-    for plan in _plans(run, rng, 6):
+    for plan in random_plans(run, rng, 6):
         for rollout in range(2):
             seen_fast: list[DecisionRequest] = []
             seen_slow: list[DecisionRequest] = []
-            fast = run_sync(replay(run, plan, _env(seen_fast), rollout=rollout))
-            slow = run_sync(replay(_unlinked(run), plan, _env(seen_slow), rollout=rollout))
+            fast = run_sync(replay(run, plan, random_env(seen_fast), rollout=rollout))
+            slow = run_sync(replay(_unlinked(run), plan, random_env(seen_slow), rollout=rollout))
             assert (fast.status, fast.error) == (slow.status, slow.error)
             assert len(fast.decisions) == len(slow.decisions)
             for a, b in zip(fast.decisions, slow.decisions, strict=True):
@@ -125,7 +64,7 @@ def _check_same_as_from_scratch(run: RecordedRun, rng: random.Random, where: str
 
 @pytest.mark.parametrize("name", CASES)
 def test_incremental_contexts_equal_contexts_from_scratch(name: str, tmp_path: Path) -> None:
-    runs = _runs(FRAMEWORKS / name, tmp_path)
+    runs = runs_in(FRAMEWORKS / name, tmp_path)
     if not runs:
         pytest.skip(f"{name}: no trace with two decisions")
     rng = random.Random(name)
@@ -135,7 +74,7 @@ def test_incremental_contexts_equal_contexts_from_scratch(name: str, tmp_path: P
 
 def test_incremental_contexts_on_third_party_traces(tmp_path: Path) -> None:
     need_data(EXTERNAL)
-    runs = _runs(EXTERNAL, tmp_path)
+    runs = runs_in(EXTERNAL, tmp_path)
     assert runs, "no third-party trace with two decisions"
     rng = random.Random(7)
     for run in runs:
@@ -180,7 +119,7 @@ def test_replaced_request_never_keeps_a_stale_digest() -> None:
 def test_rollout_events_are_what_the_table_reads(name: str, tmp_path: Path) -> None:
     """Judging a rollout from its events (no table) sees exactly what the table shows."""
     rng = random.Random(name)
-    for run in _runs(FRAMEWORKS / name, tmp_path):
+    for run in runs_in(FRAMEWORKS / name, tmp_path):
         tools = sorted(
             {c.name for d in run.decisions for c in (d.action.tool_calls if d.action else ())}
             | {"search", "lookup"}
@@ -193,8 +132,8 @@ def test_rollout_events_are_what_the_table_reads(name: str, tmp_path: Path) -> N
             FinalAnswer(pattern=r"\d$", negate=True),
         ]
         outcomes += [AnyOf(tuple(outcomes[:2])), AllOf(tuple(outcomes[-3:])), Negated(outcomes[0])]
-        for plan in _plans(run, rng, 4):
-            rollout = run_sync(replay(run, plan, _env([]), rollout=1))
+        for plan in random_plans(run, rng, 4):
+            rollout = run_sync(replay(run, plan, random_env([]), rollout=1))
             if not rollout.ok:
                 continue
             table = rollout_steps(rollout)
@@ -213,7 +152,7 @@ def test_a_function_outcome_still_gets_the_steps_table() -> None:
     run = load_run(steps["trace_id"][0], steps)
     seen = []
     outcome = FunctionOutcome(lambda table: seen.append(table.columns) or False)
-    rollout = run_sync(replay(run, Plan(), _env([])))
+    rollout = run_sync(replay(run, Plan(), random_env([])))
     assert not judges_events(outcome) and not judges_events(AnyOf((ToolCalled("x"), outcome)))
     assert run_sync(rollout_failed(outcome, rollout)) is False
     assert seen and "input_messages" in seen[0]

@@ -23,8 +23,8 @@ from otelcar.replay.harness import replay
 from otelcar.replay.held import HeldWalk, held_walk
 from otelcar.replay.recorded import RecordedRun
 from otelcar.sync import run_sync
+from tests.helpers.frameworks import CASES, FRAMEWORKS, random_env, random_plans, runs_in
 from tests.parts import EXTERNAL, need_data
-from tests.test_replay_contexts import CASES, FRAMEWORKS, _env, _plans, _runs
 
 
 class _NoWalk:
@@ -36,7 +36,7 @@ class _NoWalk:
 
 def _rollouts(run: RecordedRun, plan: Plan, *, shared: bool, monkeypatch: pytest.MonkeyPatch):
     seen: list = []
-    env = _env(seen)
+    env = random_env(seen)
     with monkeypatch.context() as patch:
         if not shared:
             patch.setattr(harness, "held_walk", lambda run: _NoWalk())
@@ -47,7 +47,7 @@ def _rollouts(run: RecordedRun, plan: Plan, *, shared: bool, monkeypatch: pytest
 def _check_same_with_and_without_walk(
     run: RecordedRun, rng: random.Random, where: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for plan in _plans(run, rng, 6):
+    for plan in random_plans(run, rng, 6):
         shared = _rollouts(run, plan, shared=True, monkeypatch=monkeypatch)
         alone = _rollouts(run, plan, shared=False, monkeypatch=monkeypatch)
         for a, b in zip(shared[0], alone[0], strict=True):
@@ -63,7 +63,7 @@ def _check_same_with_and_without_walk(
 def test_held_walk_changes_no_rollout_of_a_framework_fixture(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runs = _runs(FRAMEWORKS / name, tmp_path)
+    runs = runs_in(FRAMEWORKS / name, tmp_path)
     if not runs:
         pytest.skip(f"{name}: no trace with two decisions")
     rng = random.Random(f"held {name}")
@@ -75,7 +75,7 @@ def test_held_walk_changes_no_rollout_of_a_third_party_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     need_data(EXTERNAL)
-    runs = _runs(EXTERNAL, tmp_path)
+    runs = runs_in(EXTERNAL, tmp_path)
     assert runs, "no third-party trace with two decisions"
     rng = random.Random(11)
     for run in runs:
@@ -93,7 +93,7 @@ def test_held_walk_on_a_long_run_is_shared_and_complete(monkeypatch: pytest.Monk
     assert all(walk.step(k) is not None for k in range(run.horizon))  # nothing stops it
     assert walk.step(run.horizon) is None
     # a rollout resampling the last step adopts every earlier decision from the walk
-    rollout = run_sync(replay(run, Plan((Resample(run.decisions[-1].step),)), _env([])))
+    rollout = run_sync(replay(run, Plan((Resample(run.decisions[-1].step),)), random_env([])))
     for k, decision in enumerate(rollout.decisions[: run.horizon - 1]):
         assert decision.context is walk.step(k).context
 
@@ -122,7 +122,7 @@ def test_held_walk_stops_where_a_policy_must_answer() -> None:
     walk = HeldWalk(unrecorded)
     assert walk.step(0) is not None and walk.step(1) is None
     seen: list = []
-    rollout = run_sync(replay(unrecorded, Plan(), _env(seen)))
+    rollout = run_sync(replay(unrecorded, Plan(), random_env(seen)))
     assert rollout.decisions[1].origin == "policy:p"
     assert seen[0].step == unrecorded.decisions[1].step  # the policy was asked there
 
@@ -154,6 +154,6 @@ def test_a_rollout_diverging_after_held_steps_gets_the_next_recorded_result() ->
     plan = Plan((Do(repeated.decisions[2].step, forced),))
     results = []
     for rollout in range(2):  # the second rollout adopts the walk the first one built
-        done = run_sync(replay(repeated, plan, _env([]), rollout=rollout))
+        done = run_sync(replay(repeated, plan, random_env([]), rollout=rollout))
         results.append(done.decisions[2].observations[0].result)
     assert results == ["result 2", "result 2"]

@@ -36,8 +36,9 @@ from otelcar.report import (
 from otelcar.report.data import full_context
 from otelcar.report.markup import script_json
 from otelcar.testing import scenarios as synthetic
+from tests.helpers.generated_agent import agent_trace_otlp, write_dump
+from tests.helpers.markup import payload
 from tests.parts import headless_chromium
-from tests.test_aggregate import agent_trace_otlp, write_dump
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -307,15 +308,6 @@ def test_cli_report_rebuilds_the_html_from_the_json(attribution_doc: dict[str, A
 
 
 # -- untrusted input --------------------------------------------------------------------------
-def payload(tag: str) -> str:
-    """Markup that would run script, load an image or add elements if it were not escaped."""
-    return (
-        f"{tag}</script><script>document.title='PWNED';window.__pwned=1</script>"
-        f"<img src=x onerror=\"window.__pwned=1\"><svg onload='window.__pwned=1'></svg>"
-        f'<!--<b id="pwned">x</b>--><iframe srcdoc="<script>parent.__pwned=1</script>">'
-        f'</iframe>"\'><a href="javascript:window.__pwned=1" id="pwned-link">x</a>]]>'
-        "\u2028&amp;"
-    )
 
 
 STRUCTURAL = {"kind", "verdict", "version", "trace_id"}

@@ -135,7 +135,8 @@ def _crn_run(seed: int, m: int, culprit: int | None, test: str) -> tuple[set[int
 
     from otelcar.attribution.stats import spending_schedule
     from otelcar.attribution.steps.attribute import sequential
-    from tests.test_attribution import _fake_run, _outcomes
+    from tests.helpers.design import fake_run as _fake_run
+    from tests.helpers.design import outcomes_of as _outcomes
 
     choices = [(("ok", 0.6), ("ok2", 0.3), ("ok3", 0.1))] * m
     recorded = ["ok"] * m

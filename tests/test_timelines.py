@@ -15,12 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from referencing import Registry, Resource
 
 from otelcar.cli import cli
 from otelcar.messages import Message, ToolCall
@@ -34,22 +32,12 @@ from otelcar.replay.timelines import (
     trace_dir,
 )
 from tests.conftest import NEW_CONTENT
+from tests.helpers.schemas import validator
+from tests.helpers.scripted_refund import OUTCOME, imported_trace_with_policy
 from tests.parts import headless_chromium
-from tests.test_attribution import imported_trace_with_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas"
-OUTCOME = '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\n'
-
-
-def _validator(name: str) -> jsonschema.Draft202012Validator:
-    message = json.loads((SCHEMAS / "message.schema.json").read_text())
-    registry = Registry().with_resources(
-        [(uri, Resource.from_contents(message)) for uri in ("message.schema.json",)]
-    )
-    return jsonschema.Draft202012Validator(
-        json.loads((SCHEMAS / name).read_text()), registry=registry
-    )
 
 
 @pytest.fixture
@@ -88,7 +76,7 @@ def test_a_saved_timeline_is_listed_shown_and_diffed_against_the_recorded_run(pr
     assert "kept as timeline redecide-refund" in saved.output
 
     listed = json.loads(otelcar("timelines", NEW_CONTENT[:8], "--json").output)
-    _validator("timelines-list.schema.json").validate(listed)
+    validator("timelines-list.schema.json").validate(listed)
     (info,) = listed["timelines"]
     assert info["name"] == "redecide-refund" and info["plan_text"] == "resample(4)"
     assert info["seed"] == 3 and len(info["rollouts"]) == 16 and info["recorded_failed"] is True
@@ -108,7 +96,7 @@ def test_a_saved_timeline_is_listed_shown_and_diffed_against_the_recorded_run(pr
             "show", NEW_CONTENT[:8], "--timeline", "redecide-refund", "--rollout", "2", "--json"
         ).output
     )
-    _validator("timeline.schema.json").validate(shown)
+    validator("timeline.schema.json").validate(shown)
     assert shown["rollout"] == 2
     first, second = shown["decisions"][:2]
     assert first["origin"] == "recorded" and second["origin"].startswith("policy:")
@@ -121,7 +109,7 @@ def test_a_saved_timeline_is_listed_shown_and_diffed_against_the_recorded_run(pr
         "diff", NEW_CONTENT[:8], "redecide-refund", "--json", "-", "--html", str(html)
     ).output
     diff = json.loads(out)
-    _validator("diff.schema.json").validate(diff)
+    validator("diff.schema.json").validate(diff)
     assert diff["b"] == "recorded" and diff["detail"]["b"]["failed"] is True
     by_rollout = {r["rollout"]: r for r in diff["rollouts"]}
     for rollout, did_refund in refunded.items():
@@ -155,7 +143,7 @@ def test_two_timelines_are_paired_by_rollout_and_part_where_their_plans_differ(p
     _save(project, "step4", "--resample", "4", "--seed", "3")
     _save(project, "from1", "--from-step", "1", "--seed", "3")
     diff = json.loads(otelcar("diff", NEW_CONTENT[:8], "step4", "from1", "--json", "-").output)
-    _validator("diff.schema.json").validate(diff)
+    validator("diff.schema.json").validate(diff)
     trace = diff["trace_id"]
     refunded = _refunded_at_decision_1(load_timeline(project["store"], trace, "step4").steps)
     # Rollout r of both plans re-decides step 4 with the same seed, so they take the same

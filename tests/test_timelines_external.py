@@ -20,9 +20,9 @@ from click.testing import CliRunner
 from otelcar.cli import cli
 from otelcar.replay import load_run
 from otelcar.store import Store
+from tests.helpers.frameworks import trace_files
+from tests.helpers.schemas import validator
 from tests.parts import EXTERNAL, need_data
-from tests.test_replay_contexts import trace_files
-from tests.test_timelines import _validator
 
 ROLLOUTS = 3
 
@@ -108,7 +108,7 @@ def test_every_third_party_trace_with_a_decision_keeps_lists_shows_and_diffs_a_t
     traces = external["traces"]
     assert len(traces) >= 30, f"only {len(traces)} third-party traces with a decision"
     assert sum(len(steps) >= 2 for _, steps in traces) >= 4
-    listing, shown = _validator("timelines-list.schema.json"), _validator("timeline.schema.json")
+    listing, shown = validator("timelines-list.schema.json"), validator("timeline.schema.json")
     config = str(external["tmp"] / "otelcar.toml")
     for trace_id, steps in traces:
         # the first decision re-decided; on longer runs also the last one alone (every
@@ -157,7 +157,7 @@ def _check_timeline(
     html = external["tmp"] / f"{trace_id}-{name}.diff.html"
     _cli(external, "diff", trace_id, name, "--json", str(diff_path), "--html", str(html))
     diff = json.loads(diff_path.read_text())
-    _validator("diff.schema.json").validate(diff)
+    validator("diff.schema.json").validate(diff)
     for parting in diff["rollouts"]:
         assert (parting["parted_on"], parting["recorded_step"]) == ("action", step), (
             where,

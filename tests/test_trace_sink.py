@@ -16,7 +16,7 @@ from otelcar.receiver.stats import ReceiverStats
 from otelcar.receiver.writer import DurableWriter
 from otelcar.store.sink import InMemorySink, TraceSink
 from tests.conftest import NEW_CONTENT, OTLP
-from tests.test_receiver import run_sdk_agent
+from tests.helpers.otlp_agent import run_sdk_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE_PB = (OTLP / "new_content.traces.pb").read_bytes()

@@ -27,10 +27,11 @@ from otelcar.cli import cli
 from otelcar.schema import TRACES_SCHEMA
 from otelcar.sources import LoadedTrace, TraceFilter
 from otelcar.store import Store
+from tests.helpers.console import TRACE, app_for, project_fixture  # noqa: F401 (fixture)
+from tests.helpers.generated_agent import agent_trace_otlp, write_dump
+from tests.helpers.markup import payload
+from tests.helpers.scripted_refund import OUTCOME
 from tests.parts import headless_chromium
-from tests.test_aggregate import agent_trace_otlp, write_dump
-from tests.test_attribution import imported_trace_with_policy
-from tests.test_report import payload
 
 pytest.importorskip("starlette", reason="otelcar ui needs the 'ui' extra")
 from starlette.testclient import TestClient
@@ -39,8 +40,6 @@ from otelcar.ui import create_app
 from otelcar.ui.listing import TraceQuery, apply_query
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = "c2b9546e0f0220f3edb7f1d5cbf15150"
-OUTCOME = '[outcome]\ntype = "tool_called"\ntool = "issue_refund"\n'
 SLOW_POLICY = """
 import asyncio
 from otelcar.messages import Message
@@ -58,25 +57,6 @@ def decide(request):
     time.sleep(0.02)
     return Message("assistant", "This needs a manager's approval.")
 """
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> tuple[Path, Path]:
-    """``(store, otelcar.toml)``: the new-content fixture imported, the scripted policy of
-    tests/test_attribution.py and an outcome (the refund was issued)."""
-    _, _, config = imported_trace_with_policy(tmp_path)
-    config.write_text(config.read_text() + OUTCOME)
-    return tmp_path / "store", config
-
-
-def app_for(store: Path, config: Path | None = None) -> Any:
-    return create_app(
-        open_source=lambda: Store(store, create=False),
-        runs_dir=store / "runs",
-        config_path=config,
-        allowed_hosts=["testserver"],
-        store_root=store,
-    )
 
 
 @pytest.fixture

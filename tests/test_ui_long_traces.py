@@ -31,8 +31,8 @@ from otelcar.cli import cli
 from otelcar.testing.long_traces import long_conversation
 from otelcar.ui.runs import SAMES
 from otelcar.ui.trace_page import CLIP_CHARS, PAGE_STEPS, clip
+from tests.helpers.console import TRACE, app_for, project_fixture  # noqa: F401 (fixture)
 from tests.parts import console_server
-from tests.test_ui import TRACE, app_for, project  # noqa: F401 (a fixture)
 
 LONG = "5" * 32
 
@@ -113,7 +113,7 @@ def test_long_texts_are_clipped_with_a_way_to_all_of_it(client: TestClient) -> N
 
 
 def test_runs_on_unknown_traces_or_with_zero_rollouts_are_refused_and_not_kept(
-    project: tuple[Path, Path],  # noqa: F811 (the fixture of tests/test_ui.py)
+    project: tuple[Path, Path],
 ) -> None:
     store, config = project
     with TestClient(app_for(store, config)) as client:
