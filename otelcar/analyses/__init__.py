@@ -6,63 +6,60 @@
 - :mod:`.runs`: :func:`run` of a request, and the coroutine functions it calls, with the
   defaults of the project's ``otelcar.toml`` filled in.
 - :mod:`.live`: the run made ready for live replay on the user's agent.
+
+The names load on first use (PEP 562): a command that only declares its options from the
+request types (``otelcar why --help``) loads neither the replay machinery nor Polars.
 """
 
-from otelcar.analyses.live import (
-    kept_ready,
-    live_check,
-    live_prepared,
-    live_ready,
-    live_rollouts,
-)
-from otelcar.analyses.options import Option, Request, RequestError, Spec, option, specs
-from otelcar.analyses.requests import (
-    POLICY_CHECK_SAMPLES,
-    REQUESTS,
-    SAMES,
-    AttributeRequest,
-    DecisionRequest,
-    FixRequest,
-    ReplayCheckRequest,
-    RolloutRequest,
-    WhyRequest,
-)
-from otelcar.analyses.runs import (
-    attribute_run,
-    attribute_traces_run,
-    budget_for,
-    fix_run,
-    run,
-    step_arg,
-    why_run,
-)
+from __future__ import annotations
 
-__all__ = [
-    "POLICY_CHECK_SAMPLES",
-    "REQUESTS",
-    "SAMES",
-    "AttributeRequest",
-    "DecisionRequest",
-    "FixRequest",
-    "Option",
-    "ReplayCheckRequest",
-    "Request",
-    "RequestError",
-    "RolloutRequest",
-    "Spec",
-    "WhyRequest",
-    "attribute_run",
-    "attribute_traces_run",
-    "budget_for",
-    "fix_run",
-    "kept_ready",
-    "live_check",
-    "live_prepared",
-    "live_ready",
-    "live_rollouts",
-    "option",
-    "run",
-    "specs",
-    "step_arg",
-    "why_run",
-]
+import importlib
+from typing import Any
+
+#: Each public name and the module that defines it.
+_WHERE = {
+    **dict.fromkeys(
+        ("kept_ready", "live_check", "live_prepared", "live_ready", "live_rollouts"), "live"
+    ),
+    **dict.fromkeys(("Option", "Request", "RequestError", "Spec", "option", "specs"), "options"),
+    **dict.fromkeys(
+        (
+            "POLICY_CHECK_SAMPLES",
+            "REQUESTS",
+            "SAMES",
+            "AttributeRequest",
+            "DecisionRequest",
+            "FixRequest",
+            "ReplayCheckRequest",
+            "RolloutRequest",
+            "WhyRequest",
+        ),
+        "requests",
+    ),
+    **dict.fromkeys(
+        (
+            "attribute_run",
+            "attribute_traces_run",
+            "budget_for",
+            "fix_run",
+            "run",
+            "step_arg",
+            "why_run",
+        ),
+        "runs",
+    ),
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
