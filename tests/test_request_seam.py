@@ -360,3 +360,19 @@ def test_a_request_default_is_the_library_default(request_type: type, function: 
         compared += 1
         assert spec.default == parameter.default, (request_type.kind, spec.name)
     assert compared, request_type.kind
+
+
+def test_declaring_the_options_loads_no_replay_machinery():
+    """The commands declare their options from the request types when they are loaded
+    (``otelcar why --help``): that loads neither the replay machinery nor Polars."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import otelcar.cli.repair, otelcar.cli.replay\n"
+        "print(sorted(m for m in ('polars', 'otelcar.replay', 'otelcar.attribution') "
+        "if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
