@@ -147,6 +147,7 @@ def test_a_named_file_nothing_in_which_reads_is_named_and_the_import_is_incomple
 FIXTURES = OTLP.parent
 
 
+@pytest.mark.parametrize("into", ["reader", "store"])
 @pytest.mark.parametrize(
     "name",
     [
@@ -158,14 +159,17 @@ FIXTURES = OTLP.parent
         "langfuse/export/ui_observations.jsonl",
     ],
 )
-def test_a_sniffed_json_file_is_parsed_once(name, monkeypatch):
+def test_a_sniffed_json_file_is_parsed_once(name, into, monkeypatch, tmp_path):
     """Sniffing parses what it must to tell the format (a first line; a whole document that
-    is not plainly OTLP, to see which export it is), and the reader decodes that same value
-    instead of parsing the bytes again: every record's JSON is parsed exactly once (issue 38;
-    before, a LangSmith or Langfuse document was parsed twice and a first line three times)."""
+    is not plainly OTLP, to see which export it is), and the decoder takes that same value
+    instead of parsing the bytes again, reading a file or importing it into a store (which
+    derives what it stored, read back): every record's JSON is parsed exactly once (issue 38;
+    before, a LangSmith or Langfuse document was parsed twice and a first line twice)."""
     import json
 
+    from otelcar.importer import import_files
     from otelcar.readers import read_traces
+    from otelcar.store import Store
 
     path = FIXTURES / name
     data = path.read_bytes()
@@ -182,5 +186,11 @@ def test_a_sniffed_json_file_is_parsed_once(name, monkeypatch):
         return loads(text, *args, **kwargs)
 
     monkeypatch.setattr(json, "loads", counting)
-    assert read_traces(path).height > 0
+    if into == "reader":
+        assert read_traces(path).height > 0
+    else:
+        with Store(tmp_path / "store") as store:
+            report = import_files([path], store=store)
+            assert report.imported == len(records) and not report.unparsed
+            assert store.steps().height > 0
     assert [parsed.get(record, 0) for record in records] == [1] * len(records)

@@ -13,20 +13,23 @@ Supported (each optionally gzip-compressed, detected by its magic bytes):
 
 ``auto`` (the default) sniffs: JSON starts with ``{``; a JSON file whose first line is a whole
 object is JSON lines; a protobuf request starts with ``0x0a``; a stream starts with a length.
-Records stream out one at a time, so a file is never held twice in memory.
+Records stream out one at a time, so a file is never held twice in memory. A JSON value the
+sniffer had to parse (a first line, or a whole document to see which export format it is)
+goes with its record (:attr:`RawRecord.parsed`), so the decoder does not parse it again.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import json
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from otelcar.errors import FormatError
+from otelcar.ingest import jsontext
 from otelcar.ingest.formats import detect_json, detect_magic, export_formats
 from otelcar.ingest.raw import FORMAT_JSON, FORMAT_PROTO, FORMAT_UNKNOWN, RawRecord
 
@@ -98,11 +101,43 @@ class TolerantGzip(io.RawIOBase):
         super().close()
 
 
-def sniff(head: bytes, first_line: bytes | None = None) -> str:
+class SniffedValues:
+    """The JSON values parsed while sniffing one file, by the position of the record they
+    are (``file``, ``line 1``): each goes, once, to the record read at that position
+    (:meth:`attach`), so that its decoder does not parse the same bytes again."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[bytes, tuple[Any, int]]] = {}
+
+    def parse(self, position: str, text: bytes) -> tuple[Any, int]:
+        """:func:`jsontext.loads` of ``text``, the record at ``position``, parsed once: kept
+        for that record. Raises like it (:class:`~otelcar.ingest.jsontext.NestedTooDeep`
+        for JSON too deep to read)."""
+        kept = self._values.get(position)
+        if kept is not None and kept[0] == text:
+            return kept[1]
+        value = jsontext.loads(text)
+        self._values[position] = (text, value)
+        return value
+
+    def attach(self, record: RawRecord) -> RawRecord:
+        """``record`` with the value parsed from its very bytes, when the sniffer parsed
+        them (handed out once)."""
+        kept = self._values.pop(record.position, None)
+        if kept is None or kept[0] != record.payload:
+            return record
+        return replace(record, parsed=kept[1])
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+
+def sniff(head: bytes, first_line: bytes | None = None, values: SniffedValues | None = None) -> str:
     """The file format of a (decompressed) file from its first bytes.
 
     ``first_line`` is the file's whole first line when the caller read it (a JSON-lines
-    batch can be far longer than ``head``); by default it is taken from ``head``.
+    batch can be far longer than ``head``); by default it is taken from ``head``. With
+    ``values``, the first line's JSON value, if it had to be parsed, is kept there.
     """
     stripped = head.lstrip()
     if not stripped:
@@ -116,7 +151,8 @@ def sniff(head: bytes, first_line: bytes | None = None) -> str:
         rest = stripped[len(line) :].strip()
         if not rest:
             return "otlp-json"
-        if _is_json(line):
+        whole = values if first_line is not None else None  # line 1 only when read whole
+        if _is_json(line, whole, "line 1"):
             return "otlp-jsonl"
         # A broken first line: JSON lines if the next line stands on its own, else one
         # (pretty-printed or broken) document.
@@ -144,18 +180,23 @@ def _text_with_json_lines(head: bytes) -> bool:
     return any(line.lstrip().startswith('{"') for line in text.splitlines())
 
 
-def _is_json(text: bytes) -> bool:
+def _is_json(text: bytes, values: SniffedValues | None = None, position: str = "") -> bool:
+    """Whether ``text`` is JSON (kept in ``values`` as the record at ``position`` if so)."""
     try:
-        json.loads(text)
-    except RecursionError:  # JSON, nested too deeply to decode (the record says so later)
+        if values is not None:
+            values.parse(position, text)
+        else:
+            jsontext.loads(text)
+    except jsontext.NestedTooDeep:  # JSON, nested too deeply to decode (the record says so)
         return True
-    except ValueError:
+    except FormatError:
         return False
     return True
 
 
-def _sniff_file(path: Path) -> tuple[str, bytes]:
-    """Sniff a file's container; also returns its head (with the whole first line if JSON)."""
+def _sniff_file(path: Path, values: SniffedValues) -> tuple[str, bytes]:
+    """Sniff a file's container; also returns its head (with the whole first line if JSON).
+    The JSON values parsed on the way are kept in ``values``."""
     stream, _ = _open(path)
     with stream:
         head = stream.read(65536)
@@ -165,7 +206,8 @@ def _sniff_file(path: Path) -> tuple[str, bytes]:
         with stream:
             first_line = stream.readline(_MAX_FRAME)
             head = first_line + stream.read(65536)
-    return sniff(head, first_line), head
+            first_line = first_line.strip()  # the record of line 1, as the reader takes it
+    return sniff(head, first_line, values), head
 
 
 _OTLP_KEYS = (b'"resourceSpans"', b'"resourceLogs"', b'"resource_spans"', b'"resource_logs"')
@@ -175,36 +217,39 @@ def _is_otlp(value: Any) -> bool:
     return isinstance(value, dict) and any(k.decode().strip('"') in value for k in _OTLP_KEYS)
 
 
-def _json_record_format(path: Path, container: str, head: bytes) -> str:
-    """Which record format a JSON file holds: OTLP, else the export format that claims it."""
+def _json_record_format(path: Path, container: str, head: bytes, values: SniffedValues) -> str:
+    """Which record format a JSON file holds: OTLP, else the export format that claims it.
+    The value it parses (the whole document, or the first line that is JSON) is kept in
+    ``values`` for its record."""
     if container == "otlp-json":
         if any(key in head for key in _OTLP_KEYS):
             return FORMAT_JSON
         stream, _ = _open(path)
         with stream:
             try:
-                value = json.loads(stream.read())
-            except (ValueError, RecursionError):
+                value, _ = values.parse("file", stream.read())
+            except FormatError:
                 return FORMAT_JSON  # undecodable: kept with the JSON error as its reason
         return FORMAT_JSON if _is_otlp(value) else detect_json(value) or FORMAT_JSON
     stream, _ = _open(path)
     with stream:
-        for index, line in enumerate(stream):
-            if index >= 64:
+        for number, line in enumerate(stream, start=1):
+            if number > 64:
                 break
             try:
-                value = json.loads(line)
-            except (ValueError, RecursionError):
+                value, _ = values.parse(f"line {number}", line.strip())
+            except FormatError:
                 continue
             return FORMAT_JSON if _is_otlp(value) else detect_json(value) or FORMAT_JSON
     return FORMAT_JSON
 
 
-def _plan(path: Path, format: str) -> tuple[str, str]:
-    """``(container, record format)`` of a file, from ``--format`` or by sniffing."""
+def _plan(path: Path, format: str, values: SniffedValues) -> tuple[str, str]:
+    """``(container, record format)`` of a file, from ``--format`` or by sniffing (the JSON
+    values parsed on the way kept in ``values``)."""
     if format in _CONTAINERS:
         return format, _CONTAINERS[format]
-    container, head = _sniff_file(path)
+    container, head = _sniff_file(path, values)
     if container == "unknown":
         magic = detect_magic(head)
         if format != "auto":
@@ -215,7 +260,7 @@ def _plan(path: Path, format: str) -> tuple[str, str]:
             raise FormatError(f"{format} files are JSON; this file is {container}")
         return container, format
     if container in ("otlp-json", "otlp-jsonl"):
-        return container, _json_record_format(path, container, head)
+        return container, _json_record_format(path, container, head, values)
     return container, FORMAT_PROTO
 
 
@@ -233,8 +278,9 @@ def read_records(
     path = Path(path)
     if path.stat().st_size == 0:
         return  # an empty file holds no record (exporters create them when idle)
+    values = SniffedValues()
     try:
-        container, record_format = _plan(path, format)
+        container, record_format = _plan(path, format, values)
     except FormatError as exc:
         with path.open("rb") as handle:
             data = handle.read()
@@ -248,7 +294,9 @@ def read_records(
     reader = _READERS[container](record_format)
     stream, position = _open(path)
     with stream:
-        yield from _guard(reader(stream, str(path), position, progress), str(path))
+        records = _guard(reader(stream, str(path), position, progress), str(path))
+        for record in records:
+            yield values.attach(record) if values else record
         if getattr(getattr(stream, "raw", None), "truncated", False):
             yield RawRecord(
                 b"",

@@ -37,6 +37,11 @@ class ExportFormat:
     record's bytes into frames and raises :class:`FormatError` with a reason when it cannot.
     Files that are not JSON (Parquet, CSV) are claimed by ``magic`` (their first bytes) or by
     ``claims_head(head)`` (the first 64 KiB) and are taken whole, as one record.
+
+    ``decode_value(value, replaced)``, optional for a JSON format, decodes a record from the
+    value the file sniffer already parsed (with the count of surrogates
+    :func:`otelcar.ingest.jsontext.loads` replaced in it), as ``decode`` would from its bytes:
+    a sniffed file is then parsed once.
     """
 
     name: str
@@ -45,6 +50,7 @@ class ExportFormat:
     detect: Callable[[Any], bool] | None = None
     magic: bytes | None = None
     claims_head: Callable[[bytes], bool] | None = None
+    decode_value: Callable[[Any, int], Decoded] | None = None
 
 
 _FORMATS: dict[str, ExportFormat] = {}

@@ -34,6 +34,11 @@ _MAYBE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|\\U0000[dD][89a-fA-F]|[\ud800-\udff
 _MAYBE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
+class NestedTooDeep(FormatError):
+    """JSON nested too deeply for the JSON reader: JSON all the same (the sniffer counts it as
+    such; the record is then kept with this reason)."""
+
+
 def surrogate_note(count: int) -> str:
     """The problem a decoder reports when it replaced ``count`` surrogates in a record."""
     return (
@@ -53,7 +58,7 @@ def loads(payload: bytes | str) -> tuple[Any, int]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise FormatError(f"invalid JSON: {exc}") from None
     except RecursionError:
-        raise FormatError("JSON nested too deeply to decode") from None
+        raise NestedTooDeep("JSON nested too deeply to decode") from None
     if _may_hold_surrogates(payload):
         return repair(value)
     return value, 0

@@ -9,8 +9,9 @@ it, so :func:`decode_record` can be run again by a newer otelcar (``otelcar rein
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from otelcar.errors import FormatError
 from otelcar.ingest import jsontext, otlp_json, otlp_proto
@@ -36,11 +37,22 @@ class RawRecord:
     position: str
     signal: str | None = None
     note: str | None = None
+    #: The payload's JSON as the file sniffer already parsed it (:func:`jsontext.loads`:
+    #: ``(value, surrogates replaced)``), for the decoder to take once
+    #: (:meth:`take_parsed`) instead of parsing the same bytes again; never stored.
+    parsed: tuple[Any, int] | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def record_id(self) -> str:
         """Content hash (sha256 hex) used to recognise a record imported before."""
         return hashlib.sha256(self.payload).hexdigest()
+
+    def take_parsed(self) -> tuple[Any, int] | None:
+        """:attr:`parsed`, handed out once (a decoder may change the value in place, so a
+        second decoding parses the payload again)."""
+        parsed = self.parsed
+        object.__setattr__(self, "parsed", None)  # frozen: the verbatim fields never change
+        return parsed
 
 
 def decode_record(record: RawRecord) -> tuple[Decoded, str | None]:
@@ -51,16 +63,19 @@ def decode_record(record: RawRecord) -> tuple[Decoded, str | None]:
     """
     if record.note:
         raise FormatError(record.note)
+    parsed = record.take_parsed()
     if record.format == FORMAT_JSON:
-        return _decode_json(record.payload)
+        return _decode_json(record.payload, parsed)
     if record.format == FORMAT_PROTO:
         signal = record.signal or otlp_proto.detect_signal(record.payload) or "traces"
         if signal == "logs":
             return otlp_proto.decode_logs(record.payload), "logs"
         return otlp_proto.decode_traces(record.payload), "traces"
     if record.format != FORMAT_UNKNOWN:
-        decoded = get_format(record.format).decode(record.payload)
-        return decoded, "traces"
+        fmt = get_format(record.format)
+        if parsed is not None and fmt.decode_value is not None:
+            return fmt.decode_value(*parsed), "traces"
+        return fmt.decode(record.payload), "traces"
     raise FormatError(f"unrecognised format ({_describe(record.payload)})")
 
 
@@ -75,8 +90,8 @@ def failure_reason(exc: BaseException) -> str:
     return f"could not be decoded ({type(exc).__name__}: {exc})"
 
 
-def _decode_json(payload: bytes) -> tuple[Decoded, str | None]:
-    obj, replaced = jsontext.loads(payload)
+def _decode_json(payload: bytes, parsed: tuple[Any, int] | None) -> tuple[Decoded, str | None]:
+    obj, replaced = parsed if parsed is not None else jsontext.loads(payload)
     if not isinstance(obj, dict):
         raise FormatError(f"JSON is a {type(obj).__name__}, not an OTLP export object")
     if "resourceSpans" in obj or "resource_spans" in obj:

@@ -22,7 +22,9 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -123,7 +125,9 @@ class Store:
     ) -> ImportReport:
         """Store records durably (skipping ones already stored) and derive their steps.
 
-        ``progress`` is called with the number of records handled so far.
+        ``progress`` is called with the number of records handled so far. A record's JSON that
+        the file sniffer parsed (:attr:`RawRecord.parsed`) is decoded as parsed, not parsed
+        again from the stored bytes.
         """
         report = ImportReport()
         with self.lock("derived"):
@@ -131,6 +135,7 @@ class Store:
             report.merge(self._catch_up_locked())
             known = self.derived.record_ids()
             batch: list[RawRecord] = []
+            parsed: dict[str, tuple[Any, int]] = {}  # record id → the sniffer's JSON value
             size = 0
             for seen, record in enumerate(records, start=1):
                 if record.record_id in known:
@@ -140,16 +145,19 @@ class Store:
                     known.add(record.record_id)
                     batch.append(record)
                     size += len(record.payload)
+                    if (value := record.take_parsed()) is not None:
+                        parsed[record.record_id] = value
                 if size >= BUILD_LIMIT_BYTES:
                     self.append(batch)
                     batch, size = [], 0  # release the payloads: derivation reads them back
-                    report.merge(self._materialize(self.derived, known=set()))
+                    report.merge(self._materialize(self.derived, known=set(), parsed=parsed))
+                    parsed = {}
                 if progress:
                     progress(seen)
             if batch:
                 self.append(batch)
                 batch = []
-                report.merge(self._materialize(self.derived, known=set()))
+                report.merge(self._materialize(self.derived, known=set(), parsed=parsed))
         return report
 
     def catch_up(
@@ -197,11 +205,18 @@ class Store:
                 yield from self.raw.read(segment, start)
 
     def _materialize(
-        self, derived: DerivedTables, *, known: set[str], progress: Progress | None = None
+        self,
+        derived: DerivedTables,
+        *,
+        known: set[str],
+        progress: Progress | None = None,
+        parsed: dict[str, tuple[Any, int]] | None = None,
     ) -> ImportReport:
         """Derive tables for every raw frame past ``derived``'s state, in bounded builds.
 
-        ``known`` holds record ids already derived (a frame with one is a duplicate).
+        ``known`` holds record ids already derived (a frame with one is a duplicate);
+        ``parsed`` the JSON values of records just appended, by record id, each handed to
+        the frame read back with that id (and removed).
         """
         report = ImportReport()
         batch: list[StoredFrame] = []
@@ -211,24 +226,29 @@ class Store:
             batch.append(frame)
             size += frame.length
             if size >= BUILD_LIMIT_BYTES:
-                report.merge(self._build(derived, batch, known))
+                report.merge(self._build(derived, batch, known, parsed))
                 done += len(batch)
                 batch, size = [], 0
                 if progress:
                     progress(done)
         if batch:
-            report.merge(self._build(derived, batch, known))
+            report.merge(self._build(derived, batch, known, parsed))
             if progress:
                 progress(done + len(batch))
         return report
 
     def _build(
-        self, derived: DerivedTables, frames: list[StoredFrame], known: set[str]
+        self,
+        derived: DerivedTables,
+        frames: list[StoredFrame],
+        known: set[str],
+        parsed: dict[str, tuple[Any, int]] | None = None,
     ) -> ImportReport:
         report = ImportReport(records=len(frames))
         state = derived.state
         build_id = state.next_build
-        done = derive((f.record for f in frames), report, seq=state.next_seq, known=known)
+        records = (_with_parsed(f.record, parsed) for f in frames)
+        done = derive(records, report, seq=state.next_seq, known=known)
         spans, logs, seq = done.spans, done.logs, done.seq
         record_rows: list[dict] = []
         for frame, decoded in zip(frames, done.decoded, strict=True):
@@ -404,6 +424,13 @@ class Store:
         """One row per raw record: where it came from, its status and reason."""
         records = self._current().scan("records")
         return records.sort("build_id", "segment", "offset").collect()
+
+
+def _with_parsed(record: RawRecord, parsed: dict[str, tuple[Any, int]] | None) -> RawRecord:
+    """``record`` (read back from a segment) with the JSON value parsed from the same bytes
+    before it was stored, if ``parsed`` has one (taken from it)."""
+    value = parsed.pop(record.record_id, None) if parsed else None
+    return record if value is None else replace(record, parsed=value)
 
 
 def _describe(found: list[Quarantined]) -> list[str]:

@@ -213,7 +213,11 @@ def claims_head(head: bytes) -> bool:
 
 def decode_json(payload: bytes) -> Decoded:
     """One JSON record (a row, a list of rows, or an envelope) → spans."""
-    value, replaced = jsontext.loads(payload)
+    return decode_value(*jsontext.loads(payload))
+
+
+def decode_value(value: Any, replaced: int) -> Decoded:
+    """:func:`decode_json` of a record already parsed (``replaced``: surrogates replaced)."""
     decoded = _decode_rows(_rows_of(value))
     if replaced:
         decoded.problems.append(jsontext.surrogate_note(replaced))
@@ -415,6 +419,7 @@ FORMATS = (
         "public API answers, blob-storage JSON/JSONL",
         decode_json,
         detect=detect,
+        decode_value=decode_value,
     ),
     ExportFormat(
         FORMAT_CSV,

@@ -177,7 +177,11 @@ def decode_json(payload: bytes) -> Decoded:
     Raises :class:`FormatError` when the bytes are not JSON or hold no run at all; a run
     that cannot be turned into a span (no id) is reported in ``problems``.
     """
-    value, replaced = jsontext.loads(payload)
+    return decode_value(*jsontext.loads(payload))
+
+
+def decode_value(value: Any, replaced: int) -> Decoded:
+    """:func:`decode_json` of a record already parsed (``replaced``: surrogates replaced)."""
     runs = list(_runs_of(value))
     if all(shape == _NOT_A_RUN for _, shape, _ in runs) and not _is_empty_page(value):
         raise FormatError("no LangSmith run in this record (no run_type with an id)")
@@ -433,12 +437,14 @@ FORMATS = (
         "LangSmith runs: list_runs dumps (JSONL/JSON), read_run trees, REST v1/v2 pages",
         decode_json,
         detect=detect_runs,
+        decode_value=decode_value,
     ),
     ExportFormat(
         FORMAT_CLI,
         "LangSmith CLI: `langsmith trace export` / `run export` JSONL, `trace get` JSON",
         decode_json,
         detect=detect_cli,
+        decode_value=decode_value,
     ),
     ExportFormat(
         FORMAT_PARQUET,

@@ -67,7 +67,11 @@ def detect(value: Any) -> bool:
 
 def decode(payload: bytes) -> Decoded:
     """Decode one JSON record (a line, or a whole document) of Phoenix spans."""
-    value, replaced = jsontext.loads(payload)
+    return decode_value(*jsontext.loads(payload))
+
+
+def decode_value(value: Any, replaced: int) -> Decoded:
+    """:func:`decode` of a record already parsed (``replaced``: surrogates replaced)."""
     spans = _spans_of(value)
     if spans is None:
         raise FormatError(f"a JSON {type(value).__name__}, not Phoenix spans")
@@ -153,5 +157,6 @@ FORMATS = (
         "lists (JSON, JSONL)",
         decode,
         detect=detect,
+        decode_value=decode_value,
     ),
 )

@@ -95,7 +95,11 @@ def decode(payload: bytes) -> Decoded:
     Raises :class:`FormatError` when the payload is not a JSON object with a non-empty
     ``history`` list.
     """
-    doc, replaced = jsontext.loads(payload)
+    return decode_value(*jsontext.loads(payload))
+
+
+def decode_value(doc: Any, replaced: int) -> Decoded:
+    """:func:`decode` of a log already parsed (``replaced``: surrogates replaced)."""
     if not isinstance(doc, dict):
         raise FormatError(f"a Who&When log is a JSON object, not a {type(doc).__name__}")
     history = doc.get("history")
@@ -180,5 +184,6 @@ FORMATS = (
         "Who&When failure-attribution logs (one JSON document per multi-agent run)",
         decode,
         detect=detect,
+        decode_value=decode_value,
     ),
 )
