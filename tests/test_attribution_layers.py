@@ -15,7 +15,7 @@ PACKAGE = Path(otelcar.attribution.__file__).parent
 # many traces; ``reliability`` estimates a whole run's failure rate; ``faithfulness``
 # re-decides recorded decisions as ``why`` does; ``pairs`` turns attribution and fix results
 # into training data (its fresh rollouts reuse the steps' plans). ``regression`` is the
-# import path of tests written by earlier versions (application-level: tests/test_layers.py).
+# import path of tests written by earlier versions (it reads the project configuration).
 LEVELS = {
     "stats": 0,
     "experiment": 1,
