@@ -197,6 +197,8 @@ async def run(
     one of the request's ``budget`` policy calls); ``on_progress``: called with each rollout
     (attribute) or re-decision (why, fix) done; ``extra``: other keywords of the library
     function (``env``, ``attribution``)."""
+    if request.kind not in _STARTS:  # rollout, replay: the CLI runs them itself
+        raise TypeError(f"run() starts {', '.join(_STARTS)}, not {request.kind}")
     start, progress = _STARTS[request.kind]
     options = request.options()
     calls, seed = options.pop("budget"), options.pop("seed")
