@@ -376,3 +376,15 @@ def test_declaring_the_options_loads_no_replay_machinery():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_mcp_docs_list_every_argument_of_the_run_tools():
+    """docs/mcp.md's rows of ``attribute``, ``why`` and ``fix`` name exactly their arguments."""
+    import re
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "mcp.md").read_text()
+    for kind, request_type in REQUESTS.items():
+        row = re.search(rf"^\| `{kind}\(([^)]*)\)`", docs, re.MULTILINE)
+        assert row is not None, kind
+        named = {re.match(r"\s*([a-z_]+)", a).group(1) for a in row.group(1).split(",")}
+        assert named == {"trace_id", "agent", *(s.name_in("mcp") for s in specs(request_type))}
