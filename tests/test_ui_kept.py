@@ -155,3 +155,43 @@ def test_the_cache_keeps_the_last_used_and_computes_without_a_key() -> None:
     assert len(cache) == 2 and cache.get("b", lambda: compute(6)) == 6
     assert cache.get(None, lambda: compute(7)) == 7 and cache.get(None, lambda: compute(8)) == 8
     assert calls == [1, 3, 5, 6, 7, 8]
+
+
+def test_long_pages_are_built_one_at_a_time_while_the_list_answers(
+    console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two trace pages asked at once are built one after the other (``PAGE_BUILDS``), and the
+    list is answered while the first is still being built."""
+    import threading
+
+    from otelcar.ui import app as console_app
+
+    client, _store, _config = console
+    client.get("/traces")  # kept from here on
+    release, started = threading.Event(), threading.Semaphore(0)
+    building, most = [0], [0]
+    real = console_app.trace_page
+
+    def slow_page(*args: Any, **kwargs: Any) -> Any:
+        building[0] += 1
+        most[0] = max(most[0], building[0])
+        started.release()
+        release.wait(30)
+        building[0] -= 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(console_app, "trace_page", slow_page)
+    answers: list[int] = []
+    pages = [
+        threading.Thread(target=lambda: answers.append(client.get(f"/traces/{FIRST}").status_code))
+        for _ in range(2)
+    ]
+    for thread in pages:
+        thread.start()
+    assert started.acquire(timeout=30)  # one page is being built
+    listed = client.get("/traces")  # answered meanwhile
+    assert listed.status_code == 200 and FIRST in listed.text and not answers
+    release.set()
+    for thread in pages:
+        thread.join(30)
+    assert answers == [200, 200] and most[0] == 1

@@ -94,10 +94,18 @@ def _leaf(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _switch_often() -> None:
+    """Tools read and size results on worker threads that share the interpreter with the
+    loop answering other requests: switching every 1 ms (not 5) lets a short call (a list)
+    in while a long one (a 500-step ``show_trace``) is built."""
+    sys.setswitchinterval(0.001)
+
+
 def serve_stdio(server: MCPServer) -> None:
     """Serve on stdin/stdout until the client closes stdin or stops reading stdout (both a
     normal end)."""
     _log_to_stderr()
+    _switch_often()
     try:
         anyio.run(server.run_stdio_async)
     except BaseException as exc:
@@ -112,6 +120,7 @@ def serve_http(server: MCPServer, *, port: int = 0, announce: TextIO | None = No
     import uvicorn
 
     _log_to_stderr()
+    _switch_often()
     for name in (
         "mcp.server.streamable_http",
         "mcp.server.streamable_http_manager",

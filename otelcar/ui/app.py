@@ -5,7 +5,9 @@ timeline, every message, tool call and result, content flags and issues), ``/run
 ``/runs/{id}`` (start, watch, cancel and read runs), ``/results`` and ``/results/{id}`` (the
 HTML report of a finished run, as ``otelcar report`` draws it); ``/api/runs/{id}`` is the
 JSON a run's page polls. The pages that read traces are plain functions, which Starlette runs
-on its thread pool: a long trace's page never holds up the list or another request.
+on its thread pool: a long trace's page never holds up the list or another request. Long
+pages are built one at a time (:data:`PAGE_BUILDS`), and the list is kept while the store is
+unchanged (:mod:`otelcar.store.stamp`), so it answers in milliseconds while they are built.
 
 Trace text is untrusted: every ``{{ value }}`` goes through the HTML report's own escaping
 (:func:`otelcar.report.markup.esc`: HTML-escaped, control and invisible characters shown as
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -74,6 +78,12 @@ from otelcar.views import own_trace_summary, trace_view, traces_view
 
 #: Traces a page of search results shows.
 SEARCH_PAGE = 50
+
+#: Long pages (a trace's page, a step's page) built at a time. Building one is Python work
+#: that holds the interpreter (the polars reads aside), so a second built at once only
+#: shares it with the first and with the short requests (the list) meanwhile; the others
+#: wait their turn asleep (issue 39).
+PAGE_BUILDS = 1
 
 #: How often the live-updates stream looks at the trace index, and how long it stays silent
 #: before a heartbeat comment.
@@ -249,6 +259,19 @@ def create_app(
 
     async def failure_events(request: Request) -> Response:
         return count_events(request, "results", result_count)
+
+    building = threading.BoundedSemaphore(PAGE_BUILDS)
+
+    def one_at_a_time(build: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """``build`` (a long page's route, run on the thread pool) while at most
+        :data:`PAGE_BUILDS` long pages are built."""
+
+        @functools.wraps(build)
+        def endpoint(request: Request) -> Response:
+            with building:
+                return build(request)
+
+        return endpoint
 
     def page_number(request: Request) -> int:
         value = request.query_params.get("page", "1")
@@ -462,16 +485,19 @@ def create_app(
             Route("/failures", failures_html),
             Route("/failures/{trace_id}", failure_report),
             Route("/api/failures/events", failure_events),
-            Route("/traces/{trace_id}", trace_html),
-            Route("/traces/{trace_id}/steps/{step:int}", step_html),
+            Route("/traces/{trace_id}", one_at_a_time(trace_html)),
+            Route("/traces/{trace_id}/steps/{step:int}", one_at_a_time(step_html)),
             Route("/sessions/{session}", session_html),
             Route("/search", search_html),
             Route("/traces/{trace_id}/runs", start, methods=["POST"]),
             Route("/traces/{trace_id}/timelines/{name}", timeline_diff_html),
-            Route("/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}", rollout_html),
+            Route(
+                "/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}",
+                one_at_a_time(rollout_html),
+            ),
             Route(
                 "/traces/{trace_id}/timelines/{name}/rollouts/{rollout:int}/steps/{step:int}",
-                step_html,
+                one_at_a_time(step_html),
             ),
             Route("/runs", runs),
             Route("/runs/{run_id}", run_page),
