@@ -110,6 +110,7 @@ def test_counterfactual_requests_are_the_agents_own_and_end_where_it_ends(
     assert all(len(r.decisions) == run.horizon for r in result.rollouts)
 
 
+@pytest.mark.slow  # a process per rollout: 100-140 s each on 2 cores
 @pytest.mark.parametrize("agent", ["refund_loop", "cleanup"])
 def test_live_attribute_and_why_name_the_culprit_and_the_sentence(
     traces: dict[str, Recorded], agent: str
