@@ -12,7 +12,8 @@ and 1,200 one-turn traces. Serves it with ``otelcar mcp --http`` (a real subproc
   ``list_traces`` (``limit=1000``) and of walking every trace by cursor, of ``search_traces``;
 - ``list_traces`` latency (p50, p99) alone, then while a second process asks for the
   500-step ``show_trace`` in a loop; and ``list_results`` on no kept run, the floor of a
-  call over the SDK's streamable HTTP transport.
+  call over the SDK's streamable HTTP transport, alone and under the same load (what any
+  call waits for its share of the CPU and the interpreter).
 
 Timings are printed, never asserted.
 
@@ -171,6 +172,9 @@ def _p(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="list_traces calls per latency run")
+    parser.add_argument(
+        "--latency-only", action="store_true", help="only the latencies (no sizes table)"
+    )
     parser.add_argument("--load", help=argparse.SUPPRESS)  # URL: be the loading process
     parser.add_argument("--seconds", type=float, default=20, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -189,12 +193,14 @@ def main() -> int:
         config.write_text("")
         server, url = _serve(store, config)
         try:
-            anyio.run(_sizes, url)
+            if not args.latency_only:
+                anyio.run(_sizes, url)
             floor = anyio.run(_latencies, url, args.n, "list_results")  # no kept run: trivial
             alone = anyio.run(_latencies, url, args.n)
             loader = subprocess.Popen([sys.executable, __file__, "--load", url, "--seconds", "600"])
             time.sleep(3)  # the load is under way
             loaded = anyio.run(_latencies, url, args.n)
+            loaded_floor = anyio.run(_latencies, url, args.n, "list_results")
             loader.terminate()
             loader.wait(timeout=30)
         finally:
@@ -204,6 +210,7 @@ def main() -> int:
         ("list_results (empty: the HTTP transport's floor)", floor),
         ("list_traces alone", alone),
         ("list_traces while show_trace is served", loaded),
+        ("list_results while show_trace is served (the floor under that load)", loaded_floor),
     ):
         print(
             f"{what}: p50 {_p(values, 0.5) * 1000:.0f} ms, "
