@@ -199,7 +199,7 @@ def create_app(
     def list_html(source: TraceSource, query: TraceQuery) -> str:
         every = source.traces().height  # what the live-updates stream counts
         listing = apply_query(source.traces(query.source_filter()), query)
-        outcomes = run_sync(_page_outcomes(source, listing.rows, config_path))
+        outcomes = page_outcomes(source, listing.rows, config_path)
         ids = [row["trace_id"] for row in listing.rows]
         totals = page_totals(source, ids, load_prices(config_path))
         return env.get_template("traces.html").render(
@@ -345,7 +345,7 @@ def create_app(
             rows = traces_view(index.sort("start_ns", nulls_last=True))
             prices = load_prices(config_path)
             totals = page_totals(source, ids, prices) or {}
-            outcomes = run_sync(_page_outcomes(source, rows, config_path))
+            outcomes = page_outcomes(source, rows, config_path)
         total = Cost()
         for t in totals.values():
             total.add(t.cost)
@@ -551,20 +551,29 @@ def count_events(request: Request, event: str, count: Callable[[], int]) -> Resp
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
-async def _page_outcomes(
+def page_outcomes(
     source: Any, rows: list[dict[str, Any]], config_path: Path | None
 ) -> dict[str, tuple[str, str | None]] | None:
     """The outcome column of one page of the list: each listed recorded run judged as it was
     recorded (:func:`otelcar.outcome.recorded_verdict`) when the console's ``otelcar.toml``
-    has an ``[outcome]``; ``None`` (no column) when it has none."""
-    from otelcar.outcome import recorded_verdict
+    has an ``[outcome]``; ``None`` (no column) when it has none. Called on a worker thread:
+    the config is read here, and an event loop is started only to judge."""
     from otelcar.project_config import load_judging_config
 
-    config = await asyncio.to_thread(load_judging_config, config_path)
+    config = load_judging_config(config_path)
     if config is None or config.outcome is None:
         return None
+    return run_sync(_verdicts(source, rows, config.outcome))
+
+
+async def _verdicts(
+    source: Any, rows: list[dict[str, Any]], outcome: Any
+) -> dict[str, tuple[str, str | None]]:
+    """By trace id: each of ``rows``' traces judged by ``outcome`` as it was recorded."""
+    from otelcar.outcome import recorded_verdict
+
     verdicts: dict[str, tuple[str, str | None]] = {}
     for row in rows:
         steps = await asyncio.to_thread(lambda t=row["trace_id"]: source.load(t).steps)
-        verdicts[row["trace_id"]] = await recorded_verdict(config.outcome, steps)
+        verdicts[row["trace_id"]] = await recorded_verdict(outcome, steps)
     return verdicts
