@@ -195,3 +195,38 @@ def test_long_pages_are_built_one_at_a_time_while_the_list_answers(
     for thread in pages:
         thread.join(30)
     assert answers == [200, 200] and most[0] == 1
+
+
+def test_listed_totals_are_read_only_for_traces_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list's tokens and cost per trace (``TotalsCache``): kept by trace, build id and
+    prices, so after a trace arrives only that trace's steps are read."""
+    from otelcar.ui import trace_cache
+
+    read: list[list[str]] = []
+    real = trace_cache.page_totals
+
+    def spy(source: Any, ids: list[str], prices: Any) -> Any:
+        read.append(sorted(ids))
+        return real(source, ids, prices)
+
+    monkeypatch.setattr(trace_cache, "page_totals", spy)
+    store = tmp_path / "store"
+    _import(store, FIRST, 1_700_000_000)
+    kept = trace_cache.TotalsCache()
+    first = kept.totals(Store(store), Store(store).traces().to_dicts(), {})
+    assert first is not None and set(first) == {FIRST} and read == [[FIRST]]
+    assert kept.totals(Store(store), Store(store).traces().to_dicts(), {}) == first
+    assert read == [[FIRST]]  # kept: nothing read
+    _import(store, SECOND, 1_700_000_100)
+    both = kept.totals(Store(store), Store(store).traces().to_dicts(), {})
+    assert both is not None and set(both) == {FIRST, SECOND} and both[FIRST] == first[FIRST]
+    assert read[-1] == [SECOND]  # only the trace that arrived
+    priced = {"gpt-4o": (1.0, 2.0)}
+    kept.totals(Store(store), Store(store).traces().to_dicts(), priced)
+    assert read[-1] == [FIRST, SECOND]  # other prices: every trace priced again
+    remote = [{**row, "build_id": None} for row in Store(store).traces().to_dicts()]
+    kept.totals(Store(store), remote, priced)
+    kept.totals(Store(store), remote, priced)
+    assert read[-2:] == [[FIRST, SECOND], [FIRST, SECOND]]  # no build id: always read

@@ -74,12 +74,25 @@ class StampedCache:
                 self._kept.move_to_end(key)
                 return self._kept[key]
         value = compute()
+        self.put(key, value)
+        return value
+
+    def known(self, key: Hashable) -> tuple[bool, Any]:
+        """``(True, value)`` when a value is kept for ``key`` (now the most recently used),
+        else ``(False, None)``; nothing is computed."""
+        with self._lock:
+            if key not in self._kept:
+                return False, None
+            self._kept.move_to_end(key)
+            return True, self._kept[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` for ``key`` (computed by the caller, as several at once)."""
         with self._lock:
             self._kept[key] = value
             self._kept.move_to_end(key)
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
-        return value
 
     def __len__(self) -> int:
         return len(self._kept)

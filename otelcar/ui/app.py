@@ -72,7 +72,7 @@ from otelcar.ui.forms import FormError, form_fields, form_options
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.runs import KINDS, RunError, RunManager
 from otelcar.ui.totals import page_totals, session_traces
-from otelcar.ui.trace_cache import TraceCache
+from otelcar.ui.trace_cache import TotalsCache, TraceCache
 from otelcar.ui.trace_page import step_page, trace_page
 from otelcar.views import own_trace_summary, trace_view, traces_view
 
@@ -157,6 +157,7 @@ def create_app(
         return loaded.trace_id, loaded.steps
 
     cache = TraceCache()
+    kept_totals = TotalsCache()
     manager = RunManager(runs_dir, load_trace=load, config_path=config_path, store_root=store_root)
 
     def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -200,8 +201,7 @@ def create_app(
         every = source.traces().height  # what the live-updates stream counts
         listing = apply_query(source.traces(query.source_filter()), query)
         outcomes = page_outcomes(source, listing.rows, config_path)
-        ids = [row["trace_id"] for row in listing.rows]
-        totals = page_totals(source, ids, load_prices(config_path))
+        totals = kept_totals.totals(source, listing.rows, load_prices(config_path))
         return env.get_template("traces.html").render(
             title="traces",
             index_count=every,
