@@ -107,10 +107,14 @@ def _first_paint(url: str, profile: Path) -> float | None:
 
         with headless_chromium(profile) as driver:
             driver.get(url)
-            paints = driver.execute_script(
-                "return performance.getEntriesByType('paint').map(e => [e.name, e.startTime])"
-            )
-            painted = dict(paints).get("first-contentful-paint")
+            painted, deadline = None, time.monotonic() + 5
+            while painted is None and time.monotonic() < deadline:  # recorded after load
+                paints = driver.execute_script(
+                    "return performance.getEntriesByType('paint').map(e => [e.name, e.startTime])"
+                )
+                painted = dict(paints).get("first-contentful-paint")
+                if painted is None:
+                    time.sleep(0.1)
             if painted is None:  # a page not painted yet when read: no figure, not 0 ms
                 print("first paint: not measured (Chromium recorded no contentful paint)")
                 return None
