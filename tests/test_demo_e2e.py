@@ -28,7 +28,11 @@ PLANTED_SENTENCE = "refund A-2002 instead"
 def demo_output(local_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo")
     command = [sys.executable, str(DEMO), "--out", str(out), "--max-runs", "4"]
-    command += ["--max-rollouts", "32", "--samples", "8", "--timeline-rollouts", "4"]
+    # 4 re-decisions per why/fix arm: the refund decision is intermittent, so why grows its
+    # base arm to 3R and its second looks to 6R (24) either way; fix tests each candidate on
+    # that many. 318 model calls for why + fix, where --samples 8 took 510 and make demo's 10
+    # takes 420 (measured on this trace; every call is seeded, so the run is reproducible).
+    command += ["--max-rollouts", "32", "--samples", "4", "--timeline-rollouts", "4"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2400)
     log = done.stdout + done.stderr
     (out / "demo.log").write_text(log)
