@@ -325,6 +325,11 @@ FAMILIES: dict[str, tuple[Callable[[int], Case], str]] = {
         "single-mid; the tool, a keyword function, takes role, function, args, kwargs, self, "
         "seed, step, name, request",
     ),
+    "tie": (
+        lambda n: Case("tie", n, synthetic.tie_case(n, n // 4, min(3 * n // 4, n - 2))),
+        "two equal culprits (BAD p 0.05 at n//4 and 3n//4, a final coin): exact = one named "
+        "and the other listed as a tie",
+    ),
     "null-locked": (_null_locked, "fails whatever is chosen (locked in; cannot blame)"),
     "null-half": (null_half, "fails with p 0.5 whatever is chosen (flaky outcome)"),
 }
@@ -450,6 +455,7 @@ def _otelcar_record(result: AttributionResult) -> dict[str, Any]:
         "named": culprit.index if culprit is not None else None,
         "verdict": result.verdict,
         "ties": result.ties,
+        "tie_indices": [e.index for e in result.steps if e.step in result.ties],
         "mode": result.mode,
         "looks": result.looks,
         "stop_reason": result.stop_reason,
@@ -531,6 +537,12 @@ def run_task(item: tuple[Task, Settings]) -> dict[str, Any]:
     else:
         record["exact"] = named == answer
         record["within1"] = named is not None and abs(named - answer) <= 1
+        tie = case.scenario.extra.get("tie")
+        if tie is not None:  # either culprit named, the other listed beside it
+            pair = {answer, tie}
+            listed = set(record.get("tie_indices", ()))
+            record["exact"] = named in pair and pair - {named} <= listed
+            record["within1"] = named in pair
         record["false_blame"] = None
     record["llm_calls"] = record["cost"].get("llm_calls")
     return record

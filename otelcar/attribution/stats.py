@@ -247,6 +247,29 @@ def rejection_chance(
     return min(1.0, best)
 
 
+def separation_chance(values: Sequence[float], most: int, confidence: float) -> float:
+    """Conditional power of telling two steps apart: the chance that the interval of a
+    paired contrast (``values``, one per pair, as :func:`contrast_interval` reads them) comes
+    to exclude 0 on the positive side by ``most`` pairs, were the current mean the truth.
+
+    Normal approximation: the ``most − n`` pairs still to come have mean ``d`` (the current
+    one) and the current spread ``σ``; the final interval ``mean ± z σ/√most`` excludes 0
+    when the final mean exceeds ``z σ/√most``. Used only to stop sampling (futility), never
+    to reject or to name a step; 1 when nothing is left to decide it on (fewer than two
+    pairs, or ``most`` already reached with a separation still possible)."""
+    n = len(values)
+    if n < 2:
+        return 1.0
+    left = most - n
+    mean = sum(values) / n
+    spread = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1))
+    if left <= 0 or spread == 0:
+        return 1.0 if mean > 0 else 0.0
+    z = _z(confidence)
+    score = (mean * left - z * spread * math.sqrt(most)) / (spread * math.sqrt(left))
+    return float(stats.norm.cdf(score))
+
+
 def _xlogy(k: Any, p: float) -> Any:
     """``k · log p`` with ``0 · log 0 = 0`` (and ``-inf`` for ``k > 0, p = 0``)."""
     if p > 0:

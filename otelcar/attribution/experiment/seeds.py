@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 #: Every stage that draws, and what it draws.
 STAGES: dict[str, str] = {
-    "attribute": "the curve's rollouts (the user's seed itself)",
+    "attribute": "the curve's rollouts (the user's seed itself); attribute's policy check "
+    "re-decides the harmful step on these seeds, so the re-decisions the curve's P_{h-1} "
+    "rollouts made there are served from the cache",
     "why": "why's re-decisions (the user's seed itself)",
     "why.recheck": "why's recheck of a cause with the other fill, and its own base arm (the "
     "cause was chosen on why's draws)",

@@ -63,6 +63,7 @@ from otelcar.attribution.steps.curve import (
     estimate,
     pick_culprit,
     point_of_no_return,
+    separation_futile,
     told_apart,
 )
 from otelcar.attribution.steps.equivalence import (
@@ -212,8 +213,9 @@ async def attribute_async(
     full alpha, looks every ``first_look // 2`` rollouts); ``"exact"``: exact McNemar with
     alpha spent over the doubling looks (fixed-R and bisection always use it).
     ``policy_check``: with a culprit, re-decide it (and the harmful step when it differs)
-    this many times on its recorded context (:func:`.policy_check.check_stage`: on the
-    refutation's seeds, so the re-decisions its rollouts made there are reused; 0: none).
+    this many times on its recorded context (:func:`.policy_check.check_stage`: the culprit
+    on the refutation's seeds, the harmful step on the curve's, so the re-decisions their
+    rollouts made there are reused; 0: none).
     ``env``: an environment to run in (its cache and accounting, shared with the command that
     asked: the result's cost is what this attribution spent in it).
     ``rollouts``: fixed-R mode; otherwise adaptive with looks from ``first_look`` doubling to
@@ -473,7 +475,8 @@ async def attribute_async(
     checked = await check_stage(
         run,
         env,
-        steps=[] if culprit is None else sorted({culprit.step, harmful} - {None}),
+        culprit=None if culprit is None else culprit.step,
+        harmful=harmful,
         samples=policy_check,
         seed=seed,
     )
@@ -648,11 +651,21 @@ async def sequential(
         last = stage == len(looks) - 1
         future = [(looks[t], thresholds[t] / hypotheses) for t in range(stage + 1, len(looks))]
         futile = set()
+        tied: set[int] = set()
         contenders = []
         for e in effects:
             if e is culprit:
                 continue
             if culprit is not None and told_apart(culprit, e, outcomes, confidence):
+                continue
+            if (
+                culprit is not None
+                and not last
+                and separation_futile(
+                    culprit, e, outcomes, most=looks[-1], confidence=confidence, futility=futility
+                )
+            ):
+                tied.add(e.index)  # listed beside the culprit: more rollouts would not part them
                 continue
             if e.repeats_recorded:
                 # No pair could tell yet: in play until its bound on |Δ| is below what the
@@ -670,7 +683,9 @@ async def sequential(
                 e for e in effects if e not in contenders and upper_bound(e) >= margin
             ]
         if culprit is not None and not contenders:
-            reason = "separated"  # from every step that can still become significant
+            # separated from every step that can still become significant, but for the steps
+            # left beside it as ties
+            reason = "tied" if tied else "separated"
             break
         if out_of_budget():
             reason = "budget"
@@ -680,11 +695,16 @@ async def sequential(
         if culprit is None and not contenders:
             reason = "futility"
             break
-        if culprit is not None:
+        if culprit is not None and not all(e.repeats_recorded for e in contenders):
+            # Paired contrasts need the culprit's rollouts beside the others'. A step whose
+            # re-decisions all repeated its recorded action is told apart by its own bound
+            # alone (it shrinks with its own re-decisions), so while only such steps are open
+            # the culprit's plans — re-deciding everything from the culprit on, the dearest
+            # to extend — are not sampled to move the other side of the comparison.
             contenders.append(culprit)
         needed = {k for e in contenders for k in (e.index, e.index - 1)}
     assert baseline is not None and effects is not None
-    if futile and reason in ("futility", "separated"):
+    if futile and reason in ("futility", "separated", "tied"):
         effects = [replace(e, futile=e.index in futile) for e in effects]
     return baseline, effects, done, reason
 

@@ -33,6 +33,7 @@ from otelcar.attribution.stats import (
     holm,
     pairs_to_reject,
     repeat_bound,
+    separation_chance,
     stage_of,
     step_p_value,
     wilson,
@@ -289,6 +290,31 @@ def told_apart(
     if outcomes is None:
         return other.delta_ci.high < culprit.delta_ci.low
     return contrast(outcomes, culprit, other, confidence).low > 0
+
+
+def separation_futile(
+    culprit: StepEffect,
+    other: StepEffect,
+    outcomes: dict[int, PlanOutcomes],
+    *,
+    most: int,
+    confidence: float,
+    futility: float,
+) -> bool:
+    """Whether more rollouts are unlikely to tell ``other`` apart from ``culprit`` within the
+    design: on the rollouts both were measured on, the chance that their paired contrast
+    excludes 0 by ``most`` pairs (:func:`~otelcar.attribution.stats.separation_chance`, at
+    the current trend) is below ``futility``. Such a step is left beside the culprit as a
+    tie (:func:`pick_culprit` lists it), as a step that can no longer become significant is
+    left alone. A step whose re-decisions all repeated its recorded action is compared by
+    its bound instead (never futile here)."""
+    if futility <= 0 or other.repeats_recorded:
+        return False
+    top, rest = _pair_values(outcomes, culprit.index), _pair_values(outcomes, other.index)
+    if set(top) != set(rest):
+        return False
+    values = [top[r] - rest[r] for r in top]
+    return separation_chance(values, most, confidence) < futility
 
 
 def separated(

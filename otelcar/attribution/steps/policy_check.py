@@ -12,7 +12,7 @@ cache. Here a re-decision is judged by a rule object (``matches(action, env)``):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,7 +269,7 @@ async def check_decisions(
     budget: Budget | None = None,
     env: Environment | None = None,
     on_sample: Callable[[Sample], None] | None = None,
-    stage: str = STAGE,
+    stage: str | Mapping[int, str] = STAGE,
 ) -> PolicyCheck:
     """Re-decide every recorded decision of ``run`` (or those of ``steps``) ``samples`` times
     on its exact recorded context and measure how often the registered policy reproduces the
@@ -282,13 +282,14 @@ async def check_decisions(
     the culprit that the refutation's ``P_{k−1}`` rollouts already made on its recorded
     context are the same requests and are served from the request cache (free). Which
     re-decisions are taken (``0..samples−1``) is fixed before any is seen, so the reuse does
-    not depend on when the refutation stopped: it only decides which of them cost a call."""
+    not depend on when the refutation stopped: it only decides which of them cost a call.
+    ``stage`` may map steps to stages (a step not in it draws on :data:`STAGE`)."""
     if samples < 1:
         raise ValueError("a policy check needs at least one re-decision per decision")
     env = env or Environment(registry, budget or Budget())
     before = env.accounting.to_dict()
     wanted = set(steps) if steps is not None else None
-    base = SeedSpace(seed).stage(stage)
+    seeds = SeedSpace(seed)
     found: list[DecisionFaithfulness] = []
     for decision in run.decisions:
         if decision.step is None or (wanted is not None and decision.step not in wanted):
@@ -308,7 +309,10 @@ async def check_decisions(
             continue
         try:
             rule = rule_for(decision)
-            sampler = Sampler(run, decision, env, rule, seed=base, on_sample=on_sample)
+            named = stage if isinstance(stage, str) else stage.get(decision.step, STAGE)
+            sampler = Sampler(
+                run, decision, env, rule, seed=seeds.stage(named), on_sample=on_sample
+            )
         except DecisionError as exc:
             skipped(str(exc))
             continue
@@ -387,22 +391,30 @@ async def check_stage(
     run: RecordedRun,
     env: Environment,
     *,
-    steps: Sequence[int],
+    culprit: int | None,
+    harmful: int | None,
     samples: int,
     seed: int,
 ) -> CheckStage:
-    """``attribute``'s policy check at ``steps`` (its culprit, and the harmful step when it
-    differs): ``samples`` re-decisions each on the recorded context, drawn on the
-    refutation's seeds (stage ``refute``) in ``env``, so the culprit's re-decisions that the
-    refutation's ``P_{k−1}`` rollouts made are reused (:func:`check_decisions`). Nothing runs
-    without steps or samples; a spent budget gives a note instead of the check."""
-    if not steps or samples < 1:
+    """``attribute``'s policy check at its ``culprit`` step and at the ``harmful`` step (the
+    one that made the harmful call, when it differs): ``samples`` re-decisions each on the
+    recorded context, in ``env``, each drawn where ``attribute`` already re-decided that step
+    on that context (:func:`check_decisions`), so those re-decisions are served from the
+    request cache: the culprit on the refutation's seeds (stage ``refute``: its ``P_{k−1}``
+    rollouts), the harmful step on the curve's (stage ``attribute``: every curve plan
+    ``P_{h−1}`` re-decides it on its recorded context in the first look). Which re-decisions
+    are taken is fixed before any is seen. Nothing runs without a culprit or samples; a spent
+    budget gives a note instead of the check."""
+    if culprit is None or samples < 1:
         return CheckStage(None, [], 0)
+    stages = {culprit: "refute"}
+    if harmful is not None and harmful != culprit:
+        stages[harmful] = "attribute"
     before = env.accounting.llm_calls
     try:
         check = await check_decisions(
-            run, registry=env.registry, samples=samples, seed=seed, steps=steps, env=env,
-            stage="refute",
+            run, registry=env.registry, samples=samples, seed=seed, steps=sorted(stages),
+            env=env, stage=stages,
         )  # fmt: skip
     except BudgetExhausted as exc:
         return CheckStage(None, [f"policy check not run: {exc}"], env.accounting.llm_calls - before)

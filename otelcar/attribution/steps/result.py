@@ -12,7 +12,7 @@ from otelcar.cost import policy_calls_text
 
 RESULT_VERSION = 1
 VERDICTS = ("culprit", "locked-in", "undecided")
-STOP_REASONS = ("separated", "futility", "last-look", "budget", "bisection", "fixed")
+STOP_REASONS = ("separated", "tied", "futility", "last-look", "budget", "bisection", "fixed")
 
 
 @dataclass
@@ -78,7 +78,7 @@ class AttributionResult:
     harmful_step: int | None  # the decision whose recorded action made the outcome fail
     looks: list[int]
     cost: dict[str, Any]
-    # why sampling stopped: separated | futility | last-look | budget | bisection | fixed
+    # why sampling stopped: separated | tied | futility | last-look | budget | bisection | fixed
     stop_reason: str = "last-look"
     shapley: ShapleyResult | None = None
     notes: list[str] = field(default_factory=list)
