@@ -234,6 +234,23 @@ def test_bisection_lists_a_tie_between_two_equal_culprits():
     assert f"cannot be told apart from steps [{other}]" in render_html(attribution=data)
 
 
+def test_the_curve_stops_at_a_tie_it_cannot_part_and_lists_it():
+    """Two equal culprits on a short trace (the curve, not bisection): once the paired
+    contrast of the two cannot come to exclude 0 by the last look (conditional power below
+    ``futility``), the run stops "tied" with one named and the other listed — before, it ran
+    every look to ``max_rollouts``, more calls than the peers' R = 60."""
+    scenario = synthetic.tie_case(5, 1, 3)
+    result = _attribute(scenario, seed=2, refutation=False, policy_check=0)
+    assert result.mode == "adaptive" and result.stop_reason == "tied"
+    assert result.culprit is not None and result.culprit.index in (1, 3)
+    other = next(e for e in result.steps if e.index == 4 - result.culprit.index)
+    assert result.ties == [other.step] and other.delta > 0
+    assert result.looks[-1] < 64
+    untied = _attribute(scenario, seed=2, refutation=False, policy_check=0, futility=0)
+    assert untied.stop_reason == "last-look" and untied.looks[-1] == 64
+    assert untied.ties == result.ties
+
+
 def test_shapley_splits_an_and_failure_between_its_two_steps():
     scenario = synthetic.and_case(4, 1, 3)
     result = _attribute(scenario, seed=1, shapley=True, shapley_pairs=3, shapley_rollouts=12)

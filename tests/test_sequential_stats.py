@@ -239,3 +239,20 @@ def test_rate_below_checked_after_every_trial_keeps_alpha(rate: float) -> None:
     assert trials_to_show_below(0, 0, bound, alpha, 100) == 13
     assert trials_to_show_below(0, 13, bound, alpha, 100) == 0
     assert trials_to_show_below(9, 10, bound, alpha, 5) == 6  # out of reach within 5
+
+
+def test_separation_chance_is_conditional_power_of_the_contrast():
+    """A contrast whose mean is 0 cannot come to exclude 0 (chance near 0); a large positive
+    one can (near 1); more pairs still to come raise the chance of a middling one; with no
+    pair left the answer is whether it is positive; fewer than two pairs decide nothing."""
+    from otelcar.attribution.stats import separation_chance
+
+    flat = [1.0, -1.0] * 8
+    assert separation_chance(flat, 64, 0.95) < 0.05
+    strong = [1.0] * 12 + [0.0] * 4
+    assert separation_chance(strong, 64, 0.95) > 0.99
+    middling = [1.0] * 4 + [0.0] * 10 + [-1.0] * 2
+    assert separation_chance(middling, 32, 0.95) < separation_chance(middling, 128, 0.95)
+    assert separation_chance([1.0, 0.0], 2, 0.95) == 1.0
+    assert separation_chance([0.0, 0.0], 2, 0.95) == 0.0
+    assert separation_chance([1.0], 64, 0.95) == 1.0
