@@ -375,30 +375,6 @@ def test_steps_that_repeat_their_recorded_action_are_bounded_and_cost_little_mor
     assert row["repeats_recorded_action"] and row["delta"] == 0 and "test_alpha" in row
 
 
-def test_once_only_repeating_steps_are_open_the_culprits_plans_are_not_extended(monkeypatch):
-    """A weak culprit (Δ 0.3) is significant before the last step, whose re-decisions all
-    repeat its recorded action, is bounded below the culprit's lower bound. Its bound shrinks
-    with its own re-decisions alone, so from then on only its plans get rollouts: the
-    culprit's (re-deciding everything from the culprit on) are left where they were."""
-    import otelcar.attribution.steps.attribute as attribute_module
-
-    asked: list[tuple[int, set[int]]] = []
-    extend = attribute_module.extend
-
-    async def recording(run, plans, outcomes, env, *, upto, needed, **options):
-        asked.append((upto, set(needed)))
-        await extend(run, plans, outcomes, env, upto=upto, needed=needed, **options)
-
-    monkeypatch.setattr(attribute_module, "extend", recording)
-    result = _attribute(synthetic.single_culprit(5, 2, p_bad=0.7), seed=1)
-    culprit = result.culprit
-    assert culprit is not None and culprit.index == 2 and result.stop_reason == "separated"
-    last = result.steps[-1]
-    assert last.repeats_recorded and last.n > culprit.n
-    alone = [needed for _, needed in asked if needed and culprit.index not in needed]
-    assert alone and all(needed == {last.index - 1, last.index} for needed in alone)
-
-
 def test_paired_contrasts_separate_a_culprit_that_marginal_intervals_cannot():
     """The culprit's Δ is large, another step's is small; with 16 pairs their marginal
     (Newcombe) intervals overlap, the paired contrast of the two Δs does not."""

@@ -695,12 +695,7 @@ async def sequential(
         if culprit is None and not contenders:
             reason = "futility"
             break
-        if culprit is not None and not all(e.repeats_recorded for e in contenders):
-            # Paired contrasts need the culprit's rollouts beside the others'. A step whose
-            # re-decisions all repeated its recorded action is told apart by its own bound
-            # alone (it shrinks with its own re-decisions), so while only such steps are open
-            # the culprit's plans — re-deciding everything from the culprit on, the dearest
-            # to extend — are not sampled to move the other side of the comparison.
+        if culprit is not None:
             contenders.append(culprit)
         needed = {k for e in contenders for k in (e.index, e.index - 1)}
     assert baseline is not None and effects is not None
