@@ -59,7 +59,6 @@ def test_refunds_stay_rare(otelcar_agent):
 """
 
 
-@pytest.mark.slow  # a pytest process of its own, then rollouts
 def test_a_reliable_agent_passes_the_gate_and_the_cost_is_printed(pytester: pytest.Pytester):
     _project(pytester, 0.02)
     pytester.makepyfile(test_gate=GATE)
@@ -74,7 +73,6 @@ def test_a_reliable_agent_passes_the_gate_and_the_cost_is_printed(pytester: pyte
     )
 
 
-@pytest.mark.slow  # a pytest process of its own, then rollouts
 def test_a_regressed_agent_fails_the_gate_with_the_estimate(pytester: pytest.Pytester):
     _project(pytester, 0.5)
     pytester.makepyfile(test_gate=GATE)
@@ -107,7 +105,6 @@ def test_step_4_stays_good(otelcar_agent):
 """
 
 
-@pytest.mark.slow  # a pytest process of its own, then rollouts
 @pytest.mark.parametrize(("p_refund", "passed"), [(0.02, True), (0.6, False)])
 def test_assert_decision_gates_one_decisions_bad_action_rate(
     pytester: pytest.Pytester, p_refund: float, passed: bool
@@ -173,7 +170,6 @@ def test_step_4_as_earlier_versions_wrote_it():
 """
 
 
-@pytest.mark.slow  # a pytest process of its own, then rollouts
 @pytest.mark.parametrize(("p_refund", "passed"), [(0.02, True), (0.9, False)])
 def test_tests_written_by_earlier_versions_keep_working(
     pytester: pytest.Pytester, p_refund: float, passed: bool
