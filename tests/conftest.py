@@ -64,9 +64,11 @@ def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPath
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules with a ``slow`` test run first, each kept whole (its module fixtures set up
-    once), the rest in their usual order. On `make test`'s two workers the reduced demo
-    (tests/test_demo_e2e.py, most of the suite's time) then starts at once beside the others
-    instead of after them: the suite's wall time is the demo's, not the demo's plus a share."""
+    once), the rest in their usual order. On `make test`'s two workers (``--dist loadscope``:
+    a worker takes the next module when it is almost done with its own) the longest units —
+    the reduced demo (tests/test_demo_e2e.py, one module fixture of about 6 minutes), the
+    local model, the live agents — start at once and the many short modules fill in behind
+    them, so both workers end together instead of one waiting on a long module it took last."""
 
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
