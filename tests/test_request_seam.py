@@ -19,9 +19,11 @@ from otelcar import Store, import_files
 from otelcar.analyses import (
     REQUESTS,
     SAMES,
+    AggregateRequest,
     AttributeRequest,
     DecisionRequest,
     FixRequest,
+    PairsRequest,
     ReplayCheckRequest,
     Request,
     RequestError,
@@ -198,7 +200,11 @@ def test_the_same_request_gives_the_same_result_in_every_front_end(
 
 # -- no front end declares an option of its own ------------------------------------------------
 def _command(name: str) -> click.Command:
-    return cli.get_command(click.Context(cli), name)  # type: ignore[return-value]
+    """The command ``name`` (``"export pairs"``: a group's subcommand)."""
+    command: Any = cli
+    for part in name.split():
+        command = command.get_command(click.Context(command), part)
+    return command
 
 
 def _declared(spec: Any) -> dict[str, Any]:
@@ -218,6 +224,8 @@ def _declared(spec: Any) -> dict[str, Any]:
         ("test", DecisionRequest, SHARED),
         ("rollout", RolloutRequest, ()),
         ("replay", ReplayCheckRequest, ()),
+        ("aggregate", AggregateRequest, ()),
+        ("export pairs", PairsRequest, ()),
     ],
 )
 def test_cli_options_are_the_request_types(command: str, request_type: type, only: tuple):
@@ -338,6 +346,9 @@ def test_a_request_refuses_a_value_out_of_its_bounds_in_one_line():
         (WhyRequest, "otelcar.attribution.context.why:why_async"),
         (FixRequest, "otelcar.attribution.fixes.fix:fix_async"),
         (ReplayCheckRequest, "otelcar.attribution.faithfulness:check_policy"),
+        (AggregateRequest, "otelcar.attribution.steps.attribute:attribute_async"),
+        (AggregateRequest, "otelcar.attribution.aggregate:aggregate"),
+        (PairsRequest, "otelcar.attribution.pairs:export_pairs_async"),
     ],
 )
 def test_a_request_default_is_the_library_default(request_type: type, function: str):

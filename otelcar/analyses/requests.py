@@ -1,6 +1,7 @@
-"""The request of each analysis a user starts on one recorded trace — ``attribute``, ``why``
-and ``fix`` — as a frozen type: every option once, with its type, default, bounds and help
-text (:func:`~otelcar.analyses.options.option`).
+"""The request of each analysis a user starts — ``attribute``, ``why`` and ``fix`` on one
+recorded trace, ``aggregate`` over many, ``pairs`` from results — as a frozen type: every
+option once, with its type, default, bounds and help text
+(:func:`~otelcar.analyses.options.option`).
 
 The CLI's options, the MCP tools' arguments and the console's run form are made from these
 types, and every front end starts the analysis with :func:`otelcar.analyses.run` of a
@@ -45,10 +46,10 @@ def _seed() -> Any:
 
 
 @dataclass(frozen=True)
-class AttributeRequest(Request):
-    """``otelcar attribute``: which step caused the failure."""
+class AttributionOptions(Request):
+    """The options of the step attribution that ``attribute`` runs on one trace and
+    ``aggregate`` on each failing trace of many."""
 
-    kind: ClassVar[str] = "attribute"
     #: Field names the library calls otherwise.
     library_names: ClassVar[dict[str, str]] = {"refute": "refutation"}
 
@@ -96,6 +97,14 @@ class AttributeRequest(Request):
         "longer become so within this).",
         ge=4,
     )
+
+
+@dataclass(frozen=True)
+class AttributeRequest(AttributionOptions):
+    """``otelcar attribute``: which step caused the failure."""
+
+    kind: ClassVar[str] = "attribute"
+
     policy_check: int = option(
         POLICY_CHECK_SAMPLES,
         "Re-decide the culprit (and the harmful step) N times on its recorded context and "
@@ -107,6 +116,22 @@ class AttributeRequest(Request):
     budget: int | None = _budget("Most policy calls to spend (default: [replay] max_calls).")
     seed: int | None = _seed()
     credit: bool = option(False, "For a passing run: which step secured success.")
+
+
+@dataclass(frozen=True)
+class AggregateRequest(AttributionOptions):
+    """``otelcar aggregate``: the attribution of each failing trace of many, and the steps
+    ranked by how often they are the culprit. Which traces (ids, service, since, limit) is
+    chosen beside the request, as the trace of ``attribute`` is; each trace is attributed
+    without the policy check (the ranking reads the verdicts only), and ``confidence`` is
+    also the ranking's."""
+
+    kind: ClassVar[str] = "aggregate"
+
+    budget: int | None = _budget(
+        "Most policy calls to spend on each trace (default: [replay] max_calls)."
+    )
+    seed: int | None = _seed()
 
 
 @dataclass(frozen=True)
@@ -199,6 +224,24 @@ class ReplayCheckRequest(Request):
     )
     seed: int | None = option(None, "With --check-policy: the seed.", ge=0)
     budget: int | None = option(None, "With --check-policy: most policy calls.", ge=1)
+
+
+@dataclass(frozen=True)
+class PairsRequest(Request):
+    """``otelcar export pairs``: preference pairs from attribution and fix results; an
+    attribution's pairs are tested on fresh rollouts."""
+
+    kind: ClassVar[str] = "pairs"
+    library_names: ClassVar[dict[str, str]] = {}
+
+    rollouts: int = option(
+        16, "Attribution results: fresh rollouts per plan the pairs are tested on.", ge=4
+    )
+    alpha: float = option(0.05, "Attribution results: the pairs' significance level.", gt=0, lt=1)
+    seed: int | None = _seed()
+    budget: int | None = _budget(
+        "Most policy calls to spend (attribution results' rollouts; default: [replay] max_calls)."
+    )
 
 
 #: The request type of each analysis the MCP server and the console run, by its name (the

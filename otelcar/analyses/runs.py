@@ -1,5 +1,6 @@
-"""The three analyses a user starts on one recorded trace — ``attribute``, ``why`` and ``fix``
-— with the defaults of the project's ``otelcar.toml`` filled in, in one place.
+"""The analyses a user starts — ``attribute``, ``why`` and ``fix`` on one recorded trace,
+``aggregate`` over many, ``pairs`` from results — with the defaults of the project's
+``otelcar.toml`` filled in, in one place.
 
 The CLI (:mod:`otelcar.cli.replay`, :mod:`otelcar.cli.repair`), the MCP server
 (:mod:`otelcar.mcp.runs`) and the web console (:mod:`otelcar.ui`) start them with :func:`run`
@@ -21,9 +22,11 @@ from otelcar.analyses.requests import POLICY_CHECK_SAMPLES
 from otelcar.replay import Budget
 
 if TYPE_CHECKING:
-    from otelcar.attribution.aggregate import TraceVerdict
+    from otelcar.analyses.requests import AggregateRequest, PairsRequest
+    from otelcar.attribution.aggregate import AggregateResult, TraceVerdict
     from otelcar.attribution.context.result import WhyResult
     from otelcar.attribution.fixes.result import FixResult
+    from otelcar.attribution.pairs import PairsResult
     from otelcar.attribution.steps.result import AttributionResult
     from otelcar.project_config import ProjectConfig, ReplaySettings
     from otelcar.replay import RecordedRun
@@ -177,6 +180,64 @@ async def attribute_traces_run(
         )
 
 
+async def aggregate_run(
+    request: AggregateRequest,
+    traces: Iterable[tuple[str, Any]],
+    config: ProjectConfig,
+    *,
+    on_trace: Callable[[Any], None] | None = None,
+    service: str | None = None,
+    since: str | None = None,
+) -> AggregateResult:
+    """``request`` over ``traces`` (``(trace_id, steps)`` pairs): each failing trace
+    attributed (:func:`attribute_traces_run`, ``on_trace`` called with each verdict), then
+    the steps ranked at the request's ``confidence``
+    (:func:`otelcar.attribution.aggregate.aggregate`); ``service`` and ``since`` (ISO 8601)
+    say in the result which traces were selected."""
+    from otelcar.attribution.aggregate import aggregate
+
+    options = library_options(request)
+    calls, seed = options.pop("budget"), options.pop("seed")
+    verdicts = await attribute_traces_run(
+        traces, config, budget=calls, seed=seed, on_trace=on_trace, **options
+    )
+    return aggregate(verdicts, confidence=request.confidence, service=service, since=since)
+
+
+async def pairs_run(
+    request: PairsRequest,
+    recorded: RecordedRun,
+    config: ProjectConfig,
+    *,
+    result: Any,
+    on_rollout: Callable[[Any], None] | None = None,
+) -> PairsResult:
+    """The preference pairs of ``result`` (an attribution or fix result, or a kept run's
+    record) on its ``recorded`` run (:func:`otelcar.attribution.pairs.export_pairs_async`)
+    with ``config``'s policies and outcome, the request's seed and budget (else
+    ``[replay]``'s); ``on_rollout`` is called with each fresh rollout."""
+    from otelcar.attribution.pairs import export_pairs_async
+
+    settings = config.replay
+    return await export_pairs_async(
+        recorded,
+        result=result,
+        registry=config.registry,
+        outcome=config.outcome,
+        rollouts=request.rollouts,
+        seed=settings.seed_or(request.seed),
+        alpha=request.alpha,
+        budget=budget_for(settings, request.budget),
+        on_rollout=on_rollout,
+    )
+
+
+def library_options(request: Request) -> dict[str, Any]:
+    """Every option of ``request`` under the name the library function takes it by."""
+    names = request.library_names  # type: ignore[attr-defined]
+    return {names.get(k, k): v for k, v in request.options().items()}
+
+
 def step_arg(value: str) -> int | str:
     """A ``--step`` value: a decision number, or a name (``culprit``, ``last``)."""
     return int(value) if value.lstrip("-").isdigit() else value
@@ -197,19 +258,18 @@ async def run(
     one of the request's ``budget`` policy calls); ``on_progress``: called with each rollout
     (attribute) or re-decision (why, fix) done; ``extra``: other keywords of the library
     function (``env``, ``attribution``)."""
-    if request.kind not in _STARTS:  # rollout, replay: the CLI runs them itself
+    if request.kind not in _STARTS:  # aggregate_run, pairs_run; rollout, replay: the CLI's
         raise TypeError(f"run() starts {', '.join(_STARTS)}, not {request.kind}")
     start, progress = _STARTS[request.kind]
-    options = request.options()
+    options = library_options(request)
     calls, seed = options.pop("budget"), options.pop("seed")
-    names = request.library_names  # type: ignore[attr-defined]
     return await start(
         recorded,
         config,
         budget=budget if budget is not None else calls,
         seed=seed,
         **{progress: on_progress},
-        **{names.get(k, k): v for k, v in options.items()},
+        **options,
         **extra,
     )
 

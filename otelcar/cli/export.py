@@ -11,8 +11,9 @@ from typing import Any
 import click
 from rich.progress import BarColumn, TextColumn
 
+from otelcar.analyses.requests import PairsRequest
 from otelcar.cli.common import console, run_and_config, stderr_progress
-from otelcar.cli.options import config_option, fail_if_option, source_option
+from otelcar.cli.options import config_option, fail_if_option, request_options, source_option
 
 
 def _count(n: int) -> str:
@@ -61,24 +62,7 @@ def _read(path: Path) -> Any:
     help="otelcar: everything; dpo: prompt/chosen/rejected (TRL); chat: messages ending "
     "with the chosen action (supervised chat fine-tuning). Every line carries its evidence.",
 )
-@click.option(
-    "--rollouts",
-    type=click.IntRange(min=4),
-    default=16,
-    show_default=True,
-    help="Attribution results: fresh rollouts per plan the pairs are tested on.",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="Attribution results: the pairs' significance level.",
-)
-@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
-@click.option(
-    "--budget", type=int, help="Most policy calls to spend (attribution results' rollouts)."
-)
+@request_options(PairsRequest)
 @config_option("otelcar.toml with the policies and the outcome (attribution results).")
 @fail_if_option(
     "Attribution results: the outcome rule the attribution used, if not [outcome] "
@@ -91,12 +75,9 @@ def pairs_command(
     result_paths: tuple[Path, ...],
     output: Path,
     fmt: str,
-    rollouts: int,
-    alpha: float,
-    seed: int | None,
-    budget: int | None,
     config_path: Path | None,
     fail_if: tuple[str, ...],
+    **options: Any,
 ) -> None:
     """Preference pairs (context, tools, rejected and chosen action, evidence) as JSONL,
     from `otelcar fix --json` and `otelcar attribute --json` results or kept runs.
@@ -107,9 +88,12 @@ def pairs_command(
     rollouts that chose the culprit are not reused (docs/why-fix.md). Never a pair whose
     evidence is not significant.
     """
-    from otelcar.attribution.pairs import export_pairs_async, needs_rollouts, result_of
+    from otelcar.analyses import pairs_run
+    from otelcar.attribution.pairs import needs_rollouts, result_of
     from otelcar.cost import policy_calls_text
     from otelcar.sync import run_sync
+
+    request = PairsRequest(**options)
 
     documents = [(path, result_of(_read(path), where=str(path))) for path in result_paths]
     lines: list[dict[str, Any]] = []
@@ -125,26 +109,21 @@ def pairs_command(
                 f"{path}: pairs from an attribution are tested on fresh rollouts, judged "
                 f"by the outcome it used: add [outcome] to otelcar.toml or pass --fail-if"
             )
-        settings = config.replay
         with (
-            settings.executor_scope(),
+            config.replay.executor_scope(),
             stderr_progress(
                 TextColumn(f"fresh rollouts {path.name}"),
                 BarColumn(),
                 TextColumn("{task.completed}/{task.total}"),
             ) as progress,
         ):
-            task = progress.add_task("pairs", total=2 * rollouts, visible=fresh)
+            task = progress.add_task("pairs", total=2 * request.rollouts, visible=fresh)
             made = run_sync(
-                export_pairs_async(
+                pairs_run(
+                    request,
                     run,
+                    config,
                     result=doc,
-                    registry=config.registry,
-                    outcome=config.outcome,
-                    rollouts=rollouts,
-                    seed=settings.seed_or(seed),
-                    alpha=alpha,
-                    budget=settings.budget(budget),
                     on_rollout=lambda _, task=task: progress.advance(task),
                 )
             )

@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
+from otelcar.analyses.requests import AggregateRequest
 from otelcar.cli.common import write_json
 from otelcar.cli.options import (
     TimeParam,
@@ -21,6 +22,7 @@ from otelcar.cli.options import (
     fail_if_option,
     html_option,
     json_option,
+    request_options,
 )
 
 
@@ -106,20 +108,12 @@ def report_command(
     help="Only traces that started then or later: ISO 8601 (2026-11-01, 2026-11-01T12:00Z) "
     "or an age (30m, 1.5h, 7d, 2w).",
 )
-@click.option("--limit", type=int, help="Only the newest N of the selected traces.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), help="Only the newest N of the selected traces."
+)
 @config_option()
 @fail_if_option()
-@click.option("-n", "--rollouts", type=int, help="Fixed-R mode: R rollouts per plan.")
-@click.option(
-    "--max-rollouts",
-    type=int,
-    default=64,
-    show_default=True,
-    help="Adaptive mode: most rollouts per plan.",
-)
-@click.option("--confidence", type=float, default=0.95, show_default=True)
-@click.option("--budget", type=int, help="Most policy calls to spend on each trace.")
-@click.option("--seed", type=int, help="Base seed (default: [replay] seed).")
+@request_options(AggregateRequest)
 @executor_options()
 @json_option("aggregate.schema.json")
 @html_option()
@@ -132,16 +126,12 @@ def aggregate_command(
     limit: int | None,
     config_path: Path | None,
     fail_if: tuple[str, ...],
-    rollouts: int | None,
-    max_rollouts: int,
-    confidence: float,
-    budget: int | None,
-    seed: int | None,
     executor: str | None,
     ray_address: str | None,
     agent: str | None,
     json_path: Path | None,
     html_path: Path | None,
+    **options: Any,
 ) -> None:
     """Attribute many failing traces of one agent and rank its steps by stable identity
     (agent · step name → tools): how often each is the culprit, its mean effect with an
@@ -157,8 +147,7 @@ def aggregate_command(
     """
     import polars as pl
 
-    from otelcar.analyses import attribute_traces_run
-    from otelcar.attribution.aggregate import aggregate
+    from otelcar.analyses import aggregate_run
     from otelcar.cli.common import console as _console
     from otelcar.cli.common import open_store as _store
     from otelcar.cli.common import stderr_progress, use_agent
@@ -167,6 +156,7 @@ def aggregate_command(
     from otelcar.report.terminal import aggregate_report
     from otelcar.sync import run_sync
 
+    request = AggregateRequest(**options)
     store = _store(ctx)
     config = load_config(config_path)
     use_agent(config, agent, executor)
@@ -184,6 +174,11 @@ def aggregate_command(
         ids = ids[-limit:]
     if not ids:
         raise click.UsageError("no trace matches the selection")
+    since_text = None
+    if since is not None:  # the instant the age or date named, in the result as ISO 8601
+        from datetime import UTC, datetime
+
+        since_text = datetime.fromtimestamp(since / 1e9, UTC).isoformat(timespec="seconds")
     settings = config.replay
     err = _console(stderr=True)
     log = Console(stderr=True, highlight=False) if not err.is_terminal else err
@@ -208,24 +203,16 @@ def aggregate_command(
                 what = f"{verdict.status}: {verdict.reason}"
             log.print(f"{verdict.trace_id[:12]}  {what}", markup=False, highlight=False)
 
-        verdicts = run_sync(
-            attribute_traces_run(
+        result = run_sync(
+            aggregate_run(
+                request,
                 ((tid, store.steps(tid)) for tid in ids),
                 config,
-                budget=budget,
-                seed=seed,
                 on_trace=on_trace,
-                confidence=confidence,
-                rollouts=rollouts,
-                max_rollouts=max_rollouts,
+                service=service,
+                since=since_text,
             )
         )
-    since_text = None
-    if since is not None:  # the instant the age or date named, in the result as ISO 8601
-        from datetime import UTC, datetime
-
-        since_text = datetime.fromtimestamp(since / 1e9, UTC).isoformat(timespec="seconds")
-    result = aggregate(verdicts, confidence=confidence, service=service, since=since_text)
     document = result.to_dict()
     if html_path is not None:
         write_aggregate_html(html_path, document)
