@@ -77,22 +77,7 @@ def long_conversation(
     clock = start_ns
     for turn in range(turns):
         final = turn == turns - 1
-        if final:
-            output = {
-                "role": "assistant",
-                "parts": [{"type": "text", "content": f"Found it after {turn} searches."}],
-                "finish_reason": "stop",
-            }
-        else:
-            call_id = f"call_{turn:05d}"
-            arguments = {"query": " ".join(rng.choices(WORDS, k=4)), "page": turn}
-            output = {
-                "role": "assistant",
-                "parts": [
-                    {"type": "tool_call", "id": call_id, "name": "search", "arguments": arguments}
-                ],
-                "finish_reason": "tool_calls",
-            }
+        output, call_id, arguments = _turn_output(turn, final, rng)
         input_text = json.dumps(context)
         output_text = json.dumps([output])
         span(
@@ -149,6 +134,33 @@ def long_conversation(
         clock + step_ns,
         {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"},
     )
+    return _document(spans)
+
+
+def _turn_output(
+    turn: int, final: bool, rng: random.Random
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """``(output message, call id, arguments)`` of chat turn ``turn``: the last one answers,
+    each other calls ``search`` (its arguments drawn from ``rng``)."""
+    if final:
+        output = {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": f"Found it after {turn} searches."}],
+            "finish_reason": "stop",
+        }
+        return output, "", {}
+    call_id = f"call_{turn:05d}"
+    arguments = {"query": " ".join(rng.choices(WORDS, k=4)), "page": turn}
+    output = {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": call_id, "name": "search", "arguments": arguments}],
+        "finish_reason": "tool_calls",
+    }
+    return output, call_id, arguments
+
+
+def _document(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """The OTLP/JSON document of ``spans``, of the service ``support-agent``."""
     return {
         "resourceSpans": [
             {
