@@ -472,131 +472,9 @@ def config_schema_document() -> dict[str, Any]:
                     },
                 },
             },
-            "agent": {
-                "type": "object",
-                "description": "What the agent's requests hold where the trace does not say: "
-                "its structure, tools, tool choice, per-decision requests (docs/replay.md)",
-                "additionalProperties": False,
-                "properties": {
-                    "command": {
-                        "type": ["string", "array"],
-                        "description": "live replay: the agent, run once per rollout (split "
-                        "like a shell line, never run through a shell; docs/live.md)",
-                    },
-                    "cwd": {"type": "string", "description": "where it runs (default: here)"},
-                    "env": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "timeout_s": {"type": "number", "exclusiveMinimum": 0, "default": 300},
-                    "concurrency": {"type": "integer", "minimum": 1, "default": 1},
-                    "structure": {"enum": list(STRUCTURES)},
-                    "tool_choice": {
-                        "type": "string",
-                        "description": "auto | none | required | the name of a tool",
-                    },
-                    "tools": {
-                        "type": "object",
-                        "additionalProperties": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "description": {"type": "string"},
-                                "parameters": {"type": "object"},
-                            },
-                        },
-                    },
-                    "decision": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {
-                                "step": {"type": "integer"},
-                                "key": {
-                                    "type": "string",
-                                    "description": "<agent or model>#<n>: the agent's n-th "
-                                    "decision (otelcar init and replay --json list them)",
-                                },
-                                "agent": {
-                                    "type": "string",
-                                    "description": "every decision of this agent (a step "
-                                    "or key declaration is more specific)",
-                                },
-                                "tools": {"type": "array", "items": {"type": "string"}},
-                                "tool_choice": {"type": "string"},
-                                "params": {"type": "object"},
-                            },
-                        },
-                    },
-                },
-            },
-            "source": {
-                "type": "object",
-                "description": "Read traces from ClickHouse (the OpenTelemetry Collector "
-                "clickhouse exporter's tables) instead of the local store; docs/clickhouse.md",
-                "required": ["url"],
-                "additionalProperties": False,
-                "properties": {
-                    "url": {
-                        "type": "string",
-                        "description": "clickhouse://user:pass@host:port/db, "
-                        "clickhouses://… (TLS), chdb://PATH, or a scheme a plugin registers "
-                        "(register_sources; otelcar plugins lists them)",
-                    },
-                    "table": {"type": "string", "default": DEFAULT_TABLE},
-                    "logs_table": {
-                        "type": "string",
-                        "default": DEFAULT_LOGS_TABLE,
-                        "description": "GenAI log events; empty: read no logs",
-                    },
-                    "database": {
-                        "type": "string",
-                        "description": "overrides the URL's database (default: default)",
-                    },
-                },
-            },
-            "triage": {
-                "type": "object",
-                "description": "Background triage of failing traces as they arrive (otelcar "
-                "collect --triage, otelcar triage run; docs/triage.md). Nothing is spent until "
-                "both call limits are set",
-                "additionalProperties": False,
-                "properties": {
-                    "max_calls_per_trace": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "policy calls one trace's analyses may spend",
-                    },
-                    "max_calls_per_day": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "policy calls all analyses may spend per UTC day "
-                        "(counted in the store, across restarts)",
-                    },
-                    "concurrency": {"type": "integer", "minimum": 1, "default": 1},
-                    "services": {
-                        "type": "array",
-                        "items": {"type": "string", "minLength": 1},
-                        "description": "only traces of these services (default: all)",
-                    },
-                    "quiet_s": {
-                        "type": "number",
-                        "exclusiveMinimum": 0,
-                        "default": 30,
-                        "description": "a trace whose root span has not arrived is complete "
-                        "after this many seconds without a new span",
-                    },
-                    "why": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": "also run why on the culprit",
-                    },
-                    "export": {
-                        "type": "string",
-                        "pattern": "^https?://",
-                        "description": "an OTLP/HTTP base URL (your tracing backend): each "
-                        "result also goes there as a span linked to the trace it explains",
-                    },
-                },
-            },
+            "agent": _config_agent(),
+            "source": _config_source(),
+            "triage": _config_triage(),
             "prices": {
                 "type": "object",
                 "description": "model → dollars per million tokens, over the built-in table "
@@ -610,6 +488,143 @@ def config_schema_document() -> dict[str, Any]:
                         "output": {"type": "number", "minimum": 0},
                     },
                 },
+            },
+        },
+    }
+
+
+def _config_agent() -> dict[str, Any]:
+    """The schema of the ``[agent]`` table (:func:`config_schema_document`)."""
+    return {
+        "type": "object",
+        "description": "What the agent's requests hold where the trace does not say: "
+        "its structure, tools, tool choice, per-decision requests (docs/replay.md)",
+        "additionalProperties": False,
+        "properties": {
+            "command": {
+                "type": ["string", "array"],
+                "description": "live replay: the agent, run once per rollout (split "
+                "like a shell line, never run through a shell; docs/live.md)",
+            },
+            "cwd": {"type": "string", "description": "where it runs (default: here)"},
+            "env": {"type": "object", "additionalProperties": {"type": "string"}},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "default": 300},
+            "concurrency": {"type": "integer", "minimum": 1, "default": 1},
+            "structure": {"enum": list(STRUCTURES)},
+            "tool_choice": {
+                "type": "string",
+                "description": "auto | none | required | the name of a tool",
+            },
+            "tools": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "description": {"type": "string"},
+                        "parameters": {"type": "object"},
+                    },
+                },
+            },
+            "decision": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "step": {"type": "integer"},
+                        "key": {
+                            "type": "string",
+                            "description": "<agent or model>#<n>: the agent's n-th "
+                            "decision (otelcar init and replay --json list them)",
+                        },
+                        "agent": {
+                            "type": "string",
+                            "description": "every decision of this agent (a step "
+                            "or key declaration is more specific)",
+                        },
+                        "tools": {"type": "array", "items": {"type": "string"}},
+                        "tool_choice": {"type": "string"},
+                        "params": {"type": "object"},
+                    },
+                },
+            },
+        },
+    }
+
+
+def _config_source() -> dict[str, Any]:
+    """The schema of the ``[source]`` table (:func:`config_schema_document`)."""
+    return {
+        "type": "object",
+        "description": "Read traces from ClickHouse (the OpenTelemetry Collector "
+        "clickhouse exporter's tables) instead of the local store; docs/clickhouse.md",
+        "required": ["url"],
+        "additionalProperties": False,
+        "properties": {
+            "url": {
+                "type": "string",
+                "description": "clickhouse://user:pass@host:port/db, "
+                "clickhouses://… (TLS), chdb://PATH, or a scheme a plugin registers "
+                "(register_sources; otelcar plugins lists them)",
+            },
+            "table": {"type": "string", "default": DEFAULT_TABLE},
+            "logs_table": {
+                "type": "string",
+                "default": DEFAULT_LOGS_TABLE,
+                "description": "GenAI log events; empty: read no logs",
+            },
+            "database": {
+                "type": "string",
+                "description": "overrides the URL's database (default: default)",
+            },
+        },
+    }
+
+
+def _config_triage() -> dict[str, Any]:
+    """The schema of the ``[triage]`` table (:func:`config_schema_document`)."""
+    return {
+        "type": "object",
+        "description": "Background triage of failing traces as they arrive (otelcar "
+        "collect --triage, otelcar triage run; docs/triage.md). Nothing is spent until "
+        "both call limits are set",
+        "additionalProperties": False,
+        "properties": {
+            "max_calls_per_trace": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "policy calls one trace's analyses may spend",
+            },
+            "max_calls_per_day": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "policy calls all analyses may spend per UTC day "
+                "(counted in the store, across restarts)",
+            },
+            "concurrency": {"type": "integer", "minimum": 1, "default": 1},
+            "services": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": "only traces of these services (default: all)",
+            },
+            "quiet_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 30,
+                "description": "a trace whose root span has not arrived is complete "
+                "after this many seconds without a new span",
+            },
+            "why": {
+                "type": "boolean",
+                "default": False,
+                "description": "also run why on the culprit",
+            },
+            "export": {
+                "type": "string",
+                "pattern": "^https?://",
+                "description": "an OTLP/HTTP base URL (your tracing backend): each "
+                "result also goes there as a span linked to the trace it explains",
             },
         },
     }
