@@ -10,36 +10,7 @@ from otelcar.attribution.pairs import PAIRS_VERSION
 
 def pairs_schema_document() -> dict[str, Any]:
     """JSON Schema of a line of ``otelcar export pairs`` in any ``--format``."""
-    message = {
-        "type": "object",
-        "required": ["role"],
-        "properties": {
-            "role": {"enum": ["system", "user", "assistant", "tool", "developer"]},
-            "content": {"type": ["string", "null"]},
-            "tool_calls": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "type", "function"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "type": {"const": "function"},
-                        "function": {
-                            "type": "object",
-                            "required": ["name", "arguments"],
-                            "properties": {
-                                "name": {"type": ["string", "null"]},
-                                "arguments": {"type": "string", "description": "JSON text"},
-                            },
-                        },
-                    },
-                },
-            },
-            "tool_call_id": {"type": "string"},
-            "name": {"type": "string"},
-        },
-        "description": "an OpenAI chat-completions message",
-    }
+    message = _message()
     assistant = {**message, "properties": {**message["properties"], "role": {"const": "assistant"}}}
     tools = {
         "type": "array",
@@ -48,11 +19,6 @@ def pairs_schema_document() -> dict[str, Any]:
             "required": ["type", "function"],
             "properties": {"type": {"const": "function"}, "function": {"type": "object"}},
         },
-    }
-    counts = {
-        "type": "object",
-        "required": ["failed", "n"],
-        "properties": {"failed": {"type": "integer"}, "n": {"type": "integer"}},
     }
     from_fix = {
         "type": "object",
@@ -72,48 +38,7 @@ def pairs_schema_document() -> dict[str, Any]:
             "alpha": {"type": ["number", "null"]},
         },
     }
-    from_attribution = {
-        "type": "object",
-        "required": ["source", "step", "fresh"],
-        "properties": {
-            "source": {"const": "attribution"},
-            "step": {"type": "integer"},
-            "delta": {"type": ["number", "null"]},
-            "delta_ci": {"type": ["array", "null"], "items": {"type": "number"}},
-            "p_adjusted": {"type": ["number", "null"]},
-            "confidence": {"type": ["number", "null"]},
-            "refutation": {
-                "type": "object",
-                "required": ["passed", "names"],
-                "properties": {
-                    "passed": {
-                        "type": ["boolean", "null"],
-                        "description": "every refutation check passed (null: none was run)",
-                    },
-                    "names": {"type": "array", "items": {"type": ["string", "null"]}},
-                },
-            },
-            "policy_unfaithful": {
-                "type": ["boolean", "null"],
-                "description": "the attribution's policy check found the resample policy "
-                "rarely reproducing the recorded action at this step (null: not checked)",
-            },
-            "fresh": {
-                "type": "object",
-                "required": ["seed_stage", "rollouts_per_plan", "rejected", "chosen", "p"],
-                "properties": {
-                    "seed_stage": {"const": "pairs"},
-                    "rollouts_per_plan": {"type": "integer"},
-                    "rejected": counts,
-                    "chosen": counts,
-                    "p": {"type": "number"},
-                    "p_adjusted": {"type": "number"},
-                    "alpha": {"type": "number"},
-                    "alternatives_tested": {"type": "integer"},
-                },
-            },
-        },
-    }
+    from_attribution = _attribution_evidence()
     evidence = {"oneOf": [from_fix, from_attribution]}
     messages = {"type": "array", "items": message}
     return {
@@ -170,4 +95,90 @@ def pairs_schema_document() -> dict[str, Any]:
                 "not": {"anyOf": [{"required": ["format"]}, {"required": ["prompt"]}]},
             },
         ],
+    }
+
+
+def _message() -> dict[str, Any]:
+    """An OpenAI chat-completions message, as a pair's lines hold them."""
+    return {
+        "type": "object",
+        "required": ["role"],
+        "properties": {
+            "role": {"enum": ["system", "user", "assistant", "tool", "developer"]},
+            "content": {"type": ["string", "null"]},
+            "tool_calls": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "type", "function"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "type": {"const": "function"},
+                        "function": {
+                            "type": "object",
+                            "required": ["name", "arguments"],
+                            "properties": {
+                                "name": {"type": ["string", "null"]},
+                                "arguments": {"type": "string", "description": "JSON text"},
+                            },
+                        },
+                    },
+                },
+            },
+            "tool_call_id": {"type": "string"},
+            "name": {"type": "string"},
+        },
+        "description": "an OpenAI chat-completions message",
+    }
+
+
+def _attribution_evidence() -> dict[str, Any]:
+    """The evidence of a pair from an attribution: its step's effect, refutation and the
+    fresh rollouts the pair was tested on."""
+    counts = {
+        "type": "object",
+        "required": ["failed", "n"],
+        "properties": {"failed": {"type": "integer"}, "n": {"type": "integer"}},
+    }
+    return {
+        "type": "object",
+        "required": ["source", "step", "fresh"],
+        "properties": {
+            "source": {"const": "attribution"},
+            "step": {"type": "integer"},
+            "delta": {"type": ["number", "null"]},
+            "delta_ci": {"type": ["array", "null"], "items": {"type": "number"}},
+            "p_adjusted": {"type": ["number", "null"]},
+            "confidence": {"type": ["number", "null"]},
+            "refutation": {
+                "type": "object",
+                "required": ["passed", "names"],
+                "properties": {
+                    "passed": {
+                        "type": ["boolean", "null"],
+                        "description": "every refutation check passed (null: none was run)",
+                    },
+                    "names": {"type": "array", "items": {"type": ["string", "null"]}},
+                },
+            },
+            "policy_unfaithful": {
+                "type": ["boolean", "null"],
+                "description": "the attribution's policy check found the resample policy "
+                "rarely reproducing the recorded action at this step (null: not checked)",
+            },
+            "fresh": {
+                "type": "object",
+                "required": ["seed_stage", "rollouts_per_plan", "rejected", "chosen", "p"],
+                "properties": {
+                    "seed_stage": {"const": "pairs"},
+                    "rollouts_per_plan": {"type": "integer"},
+                    "rejected": counts,
+                    "chosen": counts,
+                    "p": {"type": "number"},
+                    "p_adjusted": {"type": "number"},
+                    "alpha": {"type": "number"},
+                    "alternatives_tested": {"type": "integer"},
+                },
+            },
+        },
     }
