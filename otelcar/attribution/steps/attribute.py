@@ -232,19 +232,227 @@ async def attribute_async(
     started = time.perf_counter()
     if not run.decisions:
         raise AttributionError(f"trace {run.trace_id} has no LLM step to attribute")
-    question = "success" if credit else "failure"
     env = env or Environment(registry, budget or Budget())
     floor = call_floor(
-        run,
-        rollouts=rollouts,
-        first_look=first_look,
-        max_rollouts=max_rollouts,
-        mode=mode,
+        run, rollouts=rollouts, first_look=first_look, max_rollouts=max_rollouts, mode=mode,
         bisect_above=bisect_above,
-    )
+    )  # fmt: skip
     refuse_small_budget(env.budget, floor)  # before the fidelity check (a judge's calls)
     spent_before = env.accounting.to_dict()  # a shared env (why/fix --step culprit) counts on
     judged = env.bind(Negated(outcome) if credit else outcome)  # a judge's calls counted too
+    notes = await preflight(run, outcome, judged, env, registry, credit=credit)
+    design = Design.of(
+        run, confidence=confidence, rollouts=rollouts, first_look=first_look,
+        max_rollouts=max_rollouts, use_bisect=bisects(run, mode, bisect_above),
+        curve_test=curve_test,
+    )  # fmt: skip
+    sample = arm_sampler(run, design, env, judged, concurrency, on_rollout)
+    curve = await sample_curve(
+        run, design, sample, env, seed=seed, futility=futility, margin=margin, notes=notes
+    )
+    culprit, ties = pick_culprit(curve.effects, curve.read_from, curve.confidence)
+    verdict = decide_verdict(run, design, curve, culprit, margin, notes)
+    arms = [*design.outcomes.values(), *design.confirm.values()]
+    errors = [e for o in arms for e in o.errors]
+    if errors:
+        check_losses(
+            errors, design, curve, culprit, verdict, env, futility=futility, margin=margin,
+            notes=notes,
+        )  # fmt: skip
+    refutations = []
+    if refutation and culprit is not None and culprit.index >= 0:
+        refutations = await refute_stage(
+            run, env, judged, culprit, design, curve, seed=seed, rollouts=refute_rollouts,
+            concurrency=concurrency, notes=notes,
+        )  # fmt: skip
+    harmful = await harmful_step(run, judged)  # a judge's calls, before the cost is read
+    checked = await check_stage(
+        run, env, culprit=None if culprit is None else culprit.step, harmful=harmful,
+        samples=policy_check, seed=seed,
+    )  # fmt: skip
+    notes.extend(checked.notes)
+    shapley_result = None
+    if shapley:
+        shapley_result = await shapley_stage(
+            run, env, judged, curve.effects, max_players=max_players, pairs=shapley_pairs,
+            rollouts=shapley_rollouts, seed=seed, confidence=confidence,
+            concurrency=concurrency, notes=notes,
+        )  # fmt: skip
+    cost = _cost(
+        env, spent_before, started, arms, refutations, shapley_result, checked.calls
+        if checked.check is not None else None,
+    )  # fmt: skip
+    return _result(
+        run, judged, design, curve, verdict=verdict, culprit=culprit, ties=ties,
+        harmful=harmful, refutations=refutations, checked=checked, shapley=shapley_result,
+        cost=cost, notes=[*notes, *(n for n in registry.notes() if n not in notes)],
+        errors=errors, credit=credit, confidence=confidence, fixed=rollouts is not None,
+        margin=margin,
+    )  # fmt: skip
+
+
+def _result(
+    run: RecordedRun,
+    judged: Outcome,
+    design: Design,
+    curve: Curve,
+    *,
+    verdict: str,
+    culprit: StepEffect | None,
+    ties: list[int],
+    harmful: int | None,
+    refutations: list[Any],
+    checked: Any,
+    shapley: Any,
+    cost: dict[str, Any],
+    notes: list[str],
+    errors: list[Any],
+    credit: bool,
+    confidence: float,
+    fixed: bool,
+    margin: float,
+) -> AttributionResult:
+    """The stages' results, put together as the :class:`AttributionResult`."""
+    return AttributionResult(
+        shapley=shapley,
+        trace_id=run.trace_id,
+        outcome=judged.describe(),
+        question="success" if credit else "failure",
+        mode=curve.mode(design, fixed=fixed),
+        confidence=curve.confidence,
+        requested_confidence=confidence,
+        verdict=verdict,
+        baseline=curve.baseline,
+        steps=curve.effects,
+        culprit=culprit,
+        ties=ties,
+        # an undecided curve has no point of no return to report, only intervals to widen
+        point_of_no_return=None
+        if verdict == "undecided"
+        else point_of_no_return(curve.effects, True),
+        harmful_step=harmful,
+        margin=margin,
+        detectable=None if culprit is not None else detectable(curve.effects, run.horizon),
+        refutations=refutations,
+        policy_check=checked.check.to_dict() if checked.check is not None else None,
+        looks=curve.done_looks,
+        stop_reason=curve.reported_stop(fixed=fixed),
+        cost=cost,
+        notes=notes,
+        rollout_errors=errors,
+    )
+
+
+def arm_sampler(
+    run: RecordedRun,
+    design: Design,
+    env: Environment,
+    judged: Outcome,
+    concurrency: int,
+    on_rollout: Callable[[Rollout], None] | None,
+) -> Sampler:
+    """The sampling stage's one way to draw: bring the plans ``needed`` of an outcome arm to
+    ``upto`` rollouts on a seed's draws, judged by ``judged``, in ``env``."""
+
+    async def sample(
+        target: dict[int, PlanOutcomes], arm_seed: int, upto: int, needed: set[int]
+    ) -> None:
+        await extend(
+            run,
+            design.plans,
+            target,
+            env,
+            upto=upto,
+            needed=needed,
+            seed=arm_seed,
+            outcome=judged,
+            concurrency=concurrency,
+            on_rollout=on_rollout,
+        )
+
+    return sample
+
+
+async def refute_stage(
+    run: RecordedRun,
+    env: Environment,
+    judged: Outcome,
+    culprit: StepEffect,
+    design: Design,
+    curve: Curve,
+    *,
+    seed: int,
+    rollouts: int,
+    concurrency: int,
+    notes: list[str],
+) -> list[Any]:
+    """The refutation stage (:func:`.refute.refute`: the placebo and the fresh-seed recheck
+    of ``culprit``); a note when the culprit did not survive it."""
+    refutations = await refute(
+        run,
+        env,
+        judged,
+        culprit,
+        seed=seed,
+        rollouts=rollouts,
+        alpha=design.alpha,
+        confidence=curve.confidence,
+        concurrency=concurrency,
+    )
+    failed_checks = [r.name for r in refutations if not r.passed]
+    if failed_checks:
+        notes.append(
+            f"the culprit did not survive its refutation ({', '.join(failed_checks)}): "
+            "treat the verdict with suspicion (see `refutations`)"
+        )
+    return refutations
+
+
+async def shapley_stage(
+    run: RecordedRun,
+    env: Environment,
+    judged: Outcome,
+    effects: list[StepEffect],
+    *,
+    max_players: int,
+    pairs: int,
+    rollouts: int,
+    seed: int,
+    confidence: float,
+    concurrency: int,
+    notes: list[str],
+) -> Any:
+    """Shapley values of the (at most ``max_players``) steps with the largest effects."""
+    ranked = sorted(effects, key=lambda e: -e.delta)
+    players = sorted(e.index for e in ranked[:max_players])
+    if len(effects) > max_players:
+        notes.append(f"Shapley values over the {max_players} steps with the largest effects")
+    return await shapley_values(
+        run,
+        env,
+        judged,
+        players=players,
+        pairs=pairs,
+        rollouts=rollouts,
+        seed=seed,
+        confidence=confidence,
+        concurrency=concurrency,
+    )
+
+
+async def preflight(
+    run: RecordedRun,
+    outcome: Outcome,
+    judged: Outcome,
+    env: Environment,
+    registry: PolicyRegistry,
+    *,
+    credit: bool,
+) -> list[str]:
+    """The preflight stage: the factual replay must reproduce the recorded run and its
+    failure (success with ``credit``), else :class:`AttributionError` says why. Returns the
+    notes the result starts with (held-only steps, inferred requests, tools no policy
+    covers)."""
     fidelity = await check_fidelity_async(run, outcome=judged, env=env)
     if not fidelity.reproducible:
         bad = [
@@ -278,7 +486,6 @@ async def attribute_async(
     inferred = run.requests.summary()
     if inferred:
         notes.append(inferred)
-
     uncovered = tools_without_policy(run, registry)
     if uncovered and not getattr(current_executor(), "runs_agent_tools", False):
         notes.append(
@@ -286,56 +493,128 @@ async def attribute_async(
             "a rollout calling one with other arguments fails and is counted (register "
             "'tool:NAME', or 'tool:*' = recorded to declare it)"
         )
-    plans = curve_plans(run)
-    outcomes = {k: PlanOutcomes() for k in plans}
-    alpha = 1 - confidence
-    looks = [rollouts] if rollouts is not None else look_schedule(first_look, max_rollouts)
-    done_looks: list[int] = []
+    return notes
+
+
+@dataclass
+class Design:
+    """The design stage's choices, fixed before any rollout: the plans and their outcome
+    arms (the curve's and bisection's confirmation arm), alpha, the looks, the alpha spent
+    at each and the intervals' level, the curve's test, and whether it bisects."""
+
+    plans: dict[int, Any]
+    outcomes: dict[int, PlanOutcomes]
+    confirm: dict[int, PlanOutcomes]
+    alpha: float
+    looks: list[int]
+    spend: list[float]
+    confidence: float
+    test: str
+    use_bisect: bool
+
+    @classmethod
+    def of(
+        cls,
+        run: RecordedRun,
+        *,
+        confidence: float,
+        rollouts: int | None,
+        first_look: int,
+        max_rollouts: int,
+        use_bisect: bool,
+        curve_test: str,
+    ) -> Design:
+        plans = curve_plans(run)
+        alpha = 1 - confidence
+        looks = [rollouts] if rollouts is not None else look_schedule(first_look, max_rollouts)
+        # Bisection and its fallback to the full curve test on the same rollouts, and which
+        # of the two tests is made depends on the data: each gets half of alpha (union bound).
+        curve_alpha = alpha / 2 if use_bisect else alpha
+        spend = spending_schedule(curve_alpha, looks, run.horizon)
+        look_confidence = 1 - max(spend)
+        # The adaptive curve's test (not fixed-R's one look, nor bisection's fallback, which
+        # tests at its half of alpha over the doubling looks): e-values spend no alpha per
+        # look, so it looks every half first look, its intervals at the doubling schedule's
+        # level.
+        test = "e" if curve_test == "e" and rollouts is None and not use_bisect else "exact"
+        if test == "e":
+            looks = step_schedule(first_look, max_rollouts, max(1, first_look // 2))
+            spend = [max(spend)] * len(looks)
+        return cls(
+            plans,
+            {k: PlanOutcomes() for k in plans},
+            {k: PlanOutcomes() for k in plans},
+            alpha,
+            looks,
+            spend,
+            look_confidence,
+            test,
+            use_bisect,
+        )
+
+
+@dataclass(frozen=True)
+class Curve:
+    """What the sampling stage estimated: the baseline and every step's effect, the arm they
+    were read from, the looks done (``looks``: the curve's looks still planned, empty after a
+    bisection that answered), the intervals' level and why sampling stopped."""
+
+    baseline: Baseline
+    effects: list[StepEffect]
+    read_from: dict[int, PlanOutcomes]
+    done_looks: list[int]
+    looks: list[int]
+    confidence: float
+    stop_reason: str
+
+    def mode(self, design: Design, *, fixed: bool) -> str:
+        """How the effects were estimated: ``bisect`` when bisection answered, else
+        ``fixed`` (one look of R rollouts) or ``adaptive``."""
+        if design.use_bisect and not self.looks:
+            return "bisect"
+        return "fixed" if fixed else "adaptive"
+
+    def reported_stop(self, *, fixed: bool) -> str:
+        """Why sampling stopped, as the result says it: a fixed-R run's one look is
+        ``fixed`` unless the budget or bisection ended it."""
+        if not fixed or self.stop_reason in ("budget", "bisection"):
+            return self.stop_reason
+        return "fixed"
+
+
+#: ``sample(arm, seed, upto, needed)``: bring the plans ``needed`` of ``arm`` to ``upto``
+#: rollouts on ``seed``'s draws.
+Sampler = Callable[[dict[int, PlanOutcomes], int, int, set[int]], Awaitable[None]]
+
+
+async def sample_curve(
+    run: RecordedRun,
+    design: Design,
+    sample: Sampler,
+    env: Environment,
+    *,
+    seed: int,
+    futility: float,
+    margin: float,
+    notes: list[str],
+) -> Curve:
+    """The sampling and estimation stage: bisection when the design asks for it (on a
+    confirmation arm of its own seeds), and the sequential curve when it did not answer;
+    what each says about how it went is appended to ``notes``."""
+    looks, done_looks = design.looks, []
+    look_confidence, stop_reason = design.confidence, "last-look"
     baseline = effects = None
-    stop_reason = "last-look"
-    use_bisect = bisects(run, mode, bisect_above)
-    # Bisection and its fallback to the full curve test on the same rollouts, and which of
-    # the two tests is made depends on the data: each gets half of alpha (union bound).
-    curve_alpha = alpha / 2 if use_bisect else alpha
-    spend = spending_schedule(curve_alpha, looks, run.horizon)
-    look_confidence = 1 - max(spend)
-    # The adaptive curve's test (not fixed-R's one look, nor bisection's fallback, which
-    # tests at its half of alpha over the doubling looks): e-values spend no alpha per look,
-    # so it looks every half first look, its intervals at the doubling schedule's level.
-    test = "e" if curve_test == "e" and rollouts is None and not use_bisect else "exact"
-    if test == "e":
-        looks = step_schedule(first_look, max_rollouts, max(1, first_look // 2))
-        spend = [max(spend)] * len(looks)
-    confirm = {k: PlanOutcomes() for k in plans}  # bisection's confirmation arm
-    read_from = outcomes  # the outcomes the effects were estimated from
-    if use_bisect:
+    read_from = design.outcomes  # the outcomes the effects were estimated from
+    if design.use_bisect:
         confirm_seed = SeedSpace(seed).stage("bisect.confirm")
-
-        def arm(target: dict[int, PlanOutcomes], arm_seed: int):
-            async def sample(k: int, upto: int) -> None:
-                await extend(
-                    run,
-                    plans,
-                    target,
-                    env,
-                    upto=upto,
-                    needed={k},
-                    seed=arm_seed,
-                    outcome=judged,
-                    concurrency=concurrency,
-                    on_rollout=on_rollout,
-                )
-
-            return sample
-
         found = await bisect(
             run,
-            outcomes,
-            arm(outcomes, seed),
-            confirm,
-            arm(confirm, confirm_seed),
+            design.outcomes,
+            lambda k, upto: sample(design.outcomes, seed, upto, {k}),
+            design.confirm,
+            lambda k, upto: sample(design.confirm, confirm_seed, upto, {k}),
             looks=looks,
-            alpha=alpha / 2,
+            alpha=design.alpha / 2,
         )
         if isinstance(found, str):
             notes.append(f"bisection fell back to the full curve: {found}")
@@ -346,7 +625,7 @@ async def attribute_async(
             stop_reason = "bisection"
             tested = [e.step for e in effects]
             notes.append(
-                f"bisection: {found.searched} plans evaluated out of {len(plans)}, "
+                f"bisection: {found.searched} plans evaluated out of {len(design.plans)}, "
                 + (
                     "the jump confirmed on fresh rollouts of its two plans; only the culprit's "
                     "row has an effect estimate"
@@ -358,34 +637,20 @@ async def attribute_async(
             )
     if looks:
 
-        async def sample(upto: int, needed: set[int]) -> None:
-            await extend(
-                run,
-                plans,
-                outcomes,
-                env,
-                upto=upto,
-                needed=needed,
-                seed=seed,
-                outcome=judged,
-                concurrency=concurrency,
-                on_rollout=on_rollout,
-            )
-
         def spent() -> bool:
             return env.budget.max_calls is not None and env.budget.calls >= env.budget.max_calls
 
         baseline, effects, done_looks, stop_reason = await sequential(
             run,
-            outcomes,
-            sample,
-            alpha=alpha,
+            design.outcomes,
+            lambda upto, needed: sample(design.outcomes, seed, upto, needed),
+            alpha=design.alpha,
             looks=looks,
-            spend=spend,
+            spend=design.spend,
             futility=futility,
             out_of_budget=spent,
             margin=margin,
-            test=test,
+            test=design.test,
         )
         if stop_reason == "budget":
             notes.append(f"stopped by the budget of {env.budget.max_calls} policy calls")
@@ -395,18 +660,32 @@ async def attribute_async(
                 f"{futility:.0%} chance left of becoming significant"
             )
     assert baseline is not None and effects is not None
-    culprit, ties = pick_culprit(effects, read_from, look_confidence)
+    return Curve(baseline, effects, read_from, done_looks, looks, look_confidence, stop_reason)
+
+
+def decide_verdict(
+    run: RecordedRun,
+    design: Design,
+    curve: Curve,
+    culprit: StepEffect | None,
+    margin: float,
+    notes: list[str],
+) -> str:
+    """The verdict stage: ``culprit`` with one; ``locked-in`` on positive evidence
+    (re-deciding everything still fails, and every step had the rollouts to show an effect
+    the design can detect, its upper bound below ``margin``); else ``undecided``, with a note
+    naming the steps whose re-decisions all repeated their recorded action."""
     floor = detectable_effect(
-        done_looks or [0],
-        (alpha if test == "e" else spend[-1]) / max(1, run.horizon),
-        test,
+        curve.done_looks or [0],
+        (design.alpha if design.test == "e" else design.spend[-1]) / max(1, run.horizon),
+        design.test,
     )
-    unexplored = [e.step for e in effects if e.repeats_recorded and not bound_closes(e, floor)]
+    unexplored = [
+        e.step for e in curve.effects if e.repeats_recorded and not bound_closes(e, floor)
+    ]
     if culprit is not None:
         verdict = "culprit"
-    elif baseline.q_ci.low >= 0.5 and not unexplored and within_margin(effects, margin):
-        # Positive evidence: re-deciding everything still fails, and every step had the
-        # rollouts to show an effect the design can detect.
+    elif curve.baseline.q_ci.low >= 0.5 and not unexplored and within_margin(curve.effects, margin):
         verdict = "locked-in"
     else:
         verdict = "undecided"
@@ -416,131 +695,57 @@ async def attribute_async(
             "effect is bounded (±u in the table), not known to be 0; more rollouts "
             "(--max-rollouts) would tell"
         )
-    arms = [*outcomes.values(), *confirm.values()]
-    errors = [e for o in arms for e in o.errors]
-    if errors:
-        lost = lost_pairs(effects, read_from, done_looks)
-        by_step = ", ".join(f"step {e.step}: {lost[e.index]}" for e in effects if lost[e.index])
-        notes.append(
-            f"{len(errors)} rollouts failed and were left out of the estimates"
-            + (f" (pairs lost per step: {by_step})" if by_step else "")
-        )
-        changing = losses_could_change(
-            culprit,
-            effects,
-            lost,
-            alpha,
-            looks=() if stop_reason == "budget" else looks,  # the budget leaves no look
-            thresholds=[(alpha if test == "e" else s) / max(1, run.horizon) for s in spend],
-            futility=futility,
-            margin=margin if verdict == "locked-in" else None,
-        )
-        if changing:
-            reasons = Counter(
-                re.sub(r"^rollout \d+: ", "", str(e))[:200] for e in errors
-            ).most_common(2)
-            remedy = (
-                "Register the policies they lacked ([policies] in otelcar.toml), or fix what "
-                "made them fail"
-            )
-            if env.budget.max_calls is not None and env.budget.calls >= env.budget.max_calls:
-                remedy = (  # rollouts the budget cut are not a policy's fault
-                    f"The budget of {env.budget.max_calls} policy calls ran out before the look "
-                    "was complete: raise --budget ([replay] max_calls)"
-                )
-            raise RolloutsFailed(
-                f"{len(errors)} rollouts failed ({'; '.join(f'{r} ({n}×)' for r, n in reasons)})"
-                f", and {changing}: no verdict. {remedy}"
-            )
-    refutations = []
-    if refutation and culprit is not None and culprit.index >= 0:
-        refutations = await refute(
-            run,
-            env,
-            judged,
-            culprit,
-            seed=seed,
-            rollouts=refute_rollouts,
-            alpha=alpha,
-            confidence=look_confidence,
-            concurrency=concurrency,
-        )
-        failed_checks = [r.name for r in refutations if not r.passed]
-        if failed_checks:
-            notes.append(
-                f"the culprit did not survive its refutation ({', '.join(failed_checks)}): "
-                "treat the verdict with suspicion (see `refutations`)"
-            )
-    harmful = await harmful_step(run, judged)  # a judge's calls, before the cost is read
-    checked = await check_stage(
-        run,
-        env,
-        culprit=None if culprit is None else culprit.step,
-        harmful=harmful,
-        samples=policy_check,
-        seed=seed,
+    return verdict
+
+
+def check_losses(
+    errors: list[Any],
+    design: Design,
+    curve: Curve,
+    culprit: StepEffect | None,
+    verdict: str,
+    env: Environment,
+    *,
+    futility: float,
+    margin: float,
+    notes: list[str],
+) -> None:
+    """The loss stage: failed rollouts are left out of the estimates (a note counts the pairs
+    lost per step); when some assignment of the lost pairs could change the verdict
+    (:func:`~otelcar.attribution.steps.losses.losses_could_change`), raise
+    :class:`~otelcar.replay.engine.RolloutsFailed` with the commonest reasons and the remedy."""
+    effects, alpha = curve.effects, design.alpha
+    lost = lost_pairs(effects, curve.read_from, curve.done_looks)
+    by_step = ", ".join(f"step {e.step}: {lost[e.index]}" for e in effects if lost[e.index])
+    notes.append(
+        f"{len(errors)} rollouts failed and were left out of the estimates"
+        + (f" (pairs lost per step: {by_step})" if by_step else "")
     )
-    notes.extend(checked.notes)
-    cost = {
-        **_spent(env, spent_before),
-        "wall_s": round(time.perf_counter() - started, 3),
-        "rollouts": sum(len(o.failures) for o in arms) + sum(r.rollouts for r in refutations),
-        "refutation_rollouts": sum(r.rollouts for r in refutations),
-        **({"policy_check_calls": checked.calls} if checked.check is not None else {}),
-    }
-    shapley_result = None
-    if shapley:
-        ranked = sorted(effects, key=lambda e: -e.delta)
-        players = sorted(e.index for e in ranked[:max_players])
-        if len(effects) > max_players:
-            notes.append(f"Shapley values over the {max_players} steps with the largest effects")
-        shapley_result = await shapley_values(
-            run,
-            env,
-            judged,
-            players=players,
-            pairs=shapley_pairs,
-            rollouts=shapley_rollouts,
-            seed=seed,
-            confidence=confidence,
-            concurrency=concurrency,
+    horizon = max(1, len(design.plans) - 1)  # the decisions: plans are P_{-1}..P_{n-1}
+    changing = losses_could_change(
+        culprit,
+        effects,
+        lost,
+        alpha,
+        looks=() if curve.stop_reason == "budget" else curve.looks,  # the budget leaves none
+        thresholds=[(alpha if design.test == "e" else s) / horizon for s in design.spend],
+        futility=futility,
+        margin=margin if verdict == "locked-in" else None,
+    )
+    if not changing:
+        return
+    reasons = Counter(re.sub(r"^rollout \d+: ", "", str(e))[:200] for e in errors).most_common(2)
+    remedy = (
+        "Register the policies they lacked ([policies] in otelcar.toml), or fix what made them fail"
+    )
+    if env.budget.max_calls is not None and env.budget.calls >= env.budget.max_calls:
+        remedy = (  # rollouts the budget cut are not a policy's fault
+            f"The budget of {env.budget.max_calls} policy calls ran out before the look "
+            "was complete: raise --budget ([replay] max_calls)"
         )
-        cost = {
-            **_spent(env, spent_before),
-            "wall_s": round(time.perf_counter() - started, 3),
-            "rollouts": cost["rollouts"] + shapley_result.rollouts,
-            "shapley_rollouts": shapley_result.rollouts,
-            **{k: cost[k] for k in ("refutation_rollouts", "policy_check_calls") if k in cost},
-        }
-    return AttributionResult(
-        shapley=shapley_result,
-        trace_id=run.trace_id,
-        outcome=judged.describe(),
-        question=question,
-        mode="bisect"
-        if use_bisect and not looks
-        else ("fixed" if rollouts is not None else "adaptive"),
-        confidence=look_confidence,
-        requested_confidence=confidence,
-        verdict=verdict,
-        baseline=baseline,
-        steps=effects,
-        culprit=culprit,
-        ties=ties,
-        # an undecided curve has no point of no return to report, only intervals to widen
-        point_of_no_return=None if verdict == "undecided" else point_of_no_return(effects, True),
-        harmful_step=harmful,
-        margin=margin,
-        detectable=None if culprit is not None else detectable(effects, run.horizon),
-        refutations=refutations,
-        policy_check=checked.check.to_dict() if checked.check is not None else None,
-        looks=done_looks,
-        stop_reason=stop_reason
-        if rollouts is None or stop_reason in ("budget", "bisection")
-        else "fixed",
-        cost=cost,
-        notes=[*notes, *(n for n in registry.notes() if n not in notes)],
-        rollout_errors=errors,
+    raise RolloutsFailed(
+        f"{len(errors)} rollouts failed ({'; '.join(f'{r} ({n}×)' for r, n in reasons)})"
+        f", and {changing}: no verdict. {remedy}"
     )
 
 
@@ -710,6 +915,30 @@ def _drop_from(outcomes: dict[int, PlanOutcomes], upto: int) -> None:
         for results in (plan.failures, plan.repeated_first):
             for r in [r for r in results if r >= upto]:
                 del results[r]
+
+
+def _cost(
+    env: Environment,
+    before: dict[str, int],
+    started: float,
+    arms: list[PlanOutcomes],
+    refutations: list[Any],
+    shapley: Any,
+    policy_check_calls: int | None,
+) -> dict[str, Any]:
+    """The cost stage: what the attribution spent in ``env`` since ``before`` (every call:
+    the fidelity check, the curve, the refutation, the policy check, Shapley), its wall time
+    since ``started`` and its rollouts, by stage."""
+    return {
+        **_spent(env, before),
+        "wall_s": round(time.perf_counter() - started, 3),
+        "rollouts": sum(len(o.failures) for o in arms)
+        + sum(r.rollouts for r in refutations)
+        + (shapley.rollouts if shapley is not None else 0),
+        **({"shapley_rollouts": shapley.rollouts} if shapley is not None else {}),
+        "refutation_rollouts": sum(r.rollouts for r in refutations),
+        **({"policy_check_calls": policy_check_calls} if policy_check_calls is not None else {}),
+    }
 
 
 def _spent(env: Environment, before: dict[str, int]) -> dict[str, int]:
