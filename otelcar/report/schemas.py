@@ -19,45 +19,7 @@ def attribution_schema_document() -> dict[str, Any]:
     """
     from otelcar.report.data import alternatives_schema, timeline_schema
 
-    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-    step = {
-        "type": "object",
-        "required": [
-            "index",
-            "step",
-            "q",
-            "q_ci",
-            "delta",
-            "delta_ci",
-            "p_value",
-            "p_adjusted",
-            "significant",
-            "pairs",
-            "rollouts",
-        ],
-        "properties": {
-            "index": {"type": "integer"},
-            "step": {"type": "integer"},
-            "agent": {"type": ["string", "null"]},
-            "name": {"type": ["string", "null"]},
-            "rollouts": {"type": "integer"},
-            "failures": {"type": "integer"},
-            "q": {"type": "number"},
-            "q_ci": interval,
-            "pairs": {"type": "integer"},
-            "discordant": {"type": "object"},
-            "delta": {"type": "number"},
-            "delta_ci": interval,
-            "p_value": {"type": "number"},
-            "p_adjusted": {"type": "number"},
-            "significant": {"type": "boolean"},
-            "repeats_recorded_action": {"type": "boolean"},
-            "test_alpha": {"type": "number"},
-            "futile": {"type": "boolean"},
-            "redecisions": {"type": "integer"},
-            "differs_bound": {"type": ["number", "null"]},
-        },
-    }
+    step = _attribution_step()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "otelcar/attribution.schema.json",
@@ -92,28 +54,7 @@ def attribution_schema_document() -> dict[str, Any]:
             "baseline": {"type": "object"},
             "steps": {"type": "array", "items": step},
             "looks": {"type": "array", "items": {"type": "integer"}},
-            "refutations": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["name", "passed", "delta", "delta_ci", "p_value", "pairs"],
-                    "properties": {
-                        "name": {"enum": ["placebo", "fresh seeds"]},
-                        "description": {"type": "string"},
-                        "pairs": {"type": "integer"},
-                        "delta": {"type": "number"},
-                        "delta_ci": interval,
-                        "p_value": {"type": "number"},
-                        "passed": {"type": "boolean"},
-                        "lost": {"type": "integer"},
-                        "rollouts": {"type": "integer"},
-                        "e_value": {"type": "number"},
-                        "detectable_effect": {"type": ["number", "null"]},
-                        "max_pairs": {"type": "integer"},
-                        "underpowered": {"type": "boolean"},
-                    },
-                },
-            },
+            "refutations": {"type": "array", "items": _refutation()},
             "stop_reason": {"enum": list(STOP_REASONS)},
             "cost": {"type": "object"},
             "shapley": {"type": ["object", "null"]},
@@ -140,87 +81,13 @@ def attribution_schema_document() -> dict[str, Any]:
 
 def why_schema_document() -> dict[str, Any]:
     """JSON Schema of ``otelcar why --json`` (``schemas/why.schema.json``)."""
-    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    interval = _interval()
     number_or_null = {"type": ["number", "null"]}
     strings = {"type": "array", "items": {"type": "string"}}
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
-    test = {
-        "type": "object",
-        "required": ["t", "purpose", "removed", "level", "bad", "n", "p", "verdict"],
-        "properties": {
-            "t": {"type": "integer"},
-            "purpose": {"enum": ["screen", "drill", "joint", "needed", "recheck"]},
-            "reference": {"type": ["array", "null"], "items": {"type": "string"}},
-            "removed": strings,
-            "texts": strings,
-            "fill": {"type": "string"},
-            "level": {"type": "number"},
-            "base": {"type": "object"},
-            "bad": {"type": "integer"},
-            "n": {"type": "integer"},
-            "rate": number_or_null,
-            "rate_ci": interval,
-            "effect": {"type": "number"},
-            "effect_ci": interval,
-            "p": number_or_null,
-            "p_paired": number_or_null,
-            "verdict": {"enum": list(TEST_VERDICTS)},
-            "instead": counts,
-            "alternative": {"type": ["string", "null"]},
-            "plan": {"type": "object"},
-            "lost": {
-                "type": "object",
-                "description": "re-decisions that errored, left out of the counts",
-                "properties": {"base": {"type": "integer"}, "arm": {"type": "integer"}},
-            },
-        },
-    }
-    piece = {
-        "type": "object",
-        "required": ["label", "level", "message", "text"],
-        "properties": {
-            "label": {"type": "string"},
-            "level": {"enum": ["message", "item", "paragraph", "line", "sentence"]},
-            "message": {"type": "integer"},
-            "role": {"type": "string"},
-            "source": {"type": ["string", "null"]},
-            "path": {"type": "array", "items": {"type": ["string", "integer"]}},
-            "span": {"type": ["array", "null"], "items": {"type": "integer"}},
-            "text": {"type": "string"},
-        },
-    }
-    cause = {
-        "type": "object",
-        "required": ["kind", "joint", "label", "text", "parts", "effect", "chain"],
-        "properties": {
-            "kind": {"enum": ["cause", "prerequisite"]},
-            "joint": {"type": "boolean"},
-            "label": {"type": "string"},
-            "text": {"type": "string"},
-            "parts": {"type": "array", "items": piece},
-            "effect": {
-                "type": "object",
-                "required": ["base_rate", "rate", "difference", "difference_ci", "p", "counts"],
-                "properties": {
-                    "base_rate": {"type": "number"},
-                    "base_ci": interval,
-                    "rate": {"type": "number"},
-                    "rate_ci": interval,
-                    "difference": {"type": "number"},
-                    "difference_ci": interval,
-                    "p": {"type": "number"},
-                    "p_paired": number_or_null,
-                    "level": {"type": "number"},
-                    "counts": counts,
-                },
-            },
-            "instead": counts,
-            "alternative": {"type": ["string", "null"]},
-            "chain": {"type": "array", "items": {"type": "object"}},
-            "needed": {"type": "array", "items": {"type": "object"}},
-            "recheck": {"type": ["object", "null"]},
-        },
-    }
+    test = _why_test()
+    piece = _why_piece()
+    cause = _why_cause(piece)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "otelcar/why.schema.json",
@@ -278,6 +145,174 @@ def why_schema_document() -> dict[str, Any]:
             "stopped": {"enum": ["done", "budget", "max-tests"]},
             "cost": {"type": "object"},
             "notes": strings,
+        },
+    }
+
+
+def _interval() -> dict[str, Any]:
+    """A confidence interval: two numbers."""
+    return {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+
+
+def _attribution_step() -> dict[str, Any]:
+    """One step of an attribution's curve."""
+    interval = _interval()
+    return {
+        "type": "object",
+        "required": [
+            "index",
+            "step",
+            "q",
+            "q_ci",
+            "delta",
+            "delta_ci",
+            "p_value",
+            "p_adjusted",
+            "significant",
+            "pairs",
+            "rollouts",
+        ],
+        "properties": {
+            "index": {"type": "integer"},
+            "step": {"type": "integer"},
+            "agent": {"type": ["string", "null"]},
+            "name": {"type": ["string", "null"]},
+            "rollouts": {"type": "integer"},
+            "failures": {"type": "integer"},
+            "q": {"type": "number"},
+            "q_ci": interval,
+            "pairs": {"type": "integer"},
+            "discordant": {"type": "object"},
+            "delta": {"type": "number"},
+            "delta_ci": interval,
+            "p_value": {"type": "number"},
+            "p_adjusted": {"type": "number"},
+            "significant": {"type": "boolean"},
+            "repeats_recorded_action": {"type": "boolean"},
+            "test_alpha": {"type": "number"},
+            "futile": {"type": "boolean"},
+            "redecisions": {"type": "integer"},
+            "differs_bound": {"type": ["number", "null"]},
+        },
+    }
+
+
+def _refutation() -> dict[str, Any]:
+    """One refutation check of an attribution's culprit."""
+    interval = _interval()
+    return {
+        "type": "object",
+        "required": ["name", "passed", "delta", "delta_ci", "p_value", "pairs"],
+        "properties": {
+            "name": {"enum": ["placebo", "fresh seeds"]},
+            "description": {"type": "string"},
+            "pairs": {"type": "integer"},
+            "delta": {"type": "number"},
+            "delta_ci": interval,
+            "p_value": {"type": "number"},
+            "passed": {"type": "boolean"},
+            "lost": {"type": "integer"},
+            "rollouts": {"type": "integer"},
+            "e_value": {"type": "number"},
+            "detectable_effect": {"type": ["number", "null"]},
+            "max_pairs": {"type": "integer"},
+            "underpowered": {"type": "boolean"},
+        },
+    }
+
+
+def _why_test() -> dict[str, Any]:
+    """One test of ``why``: what was removed, the arm's counts and its verdict."""
+    interval = _interval()
+    number_or_null = {"type": ["number", "null"]}
+    strings = {"type": "array", "items": {"type": "string"}}
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "type": "object",
+        "required": ["t", "purpose", "removed", "level", "bad", "n", "p", "verdict"],
+        "properties": {
+            "t": {"type": "integer"},
+            "purpose": {"enum": ["screen", "drill", "joint", "needed", "recheck"]},
+            "reference": {"type": ["array", "null"], "items": {"type": "string"}},
+            "removed": strings,
+            "texts": strings,
+            "fill": {"type": "string"},
+            "level": {"type": "number"},
+            "base": {"type": "object"},
+            "bad": {"type": "integer"},
+            "n": {"type": "integer"},
+            "rate": number_or_null,
+            "rate_ci": interval,
+            "effect": {"type": "number"},
+            "effect_ci": interval,
+            "p": number_or_null,
+            "p_paired": number_or_null,
+            "verdict": {"enum": list(TEST_VERDICTS)},
+            "instead": counts,
+            "alternative": {"type": ["string", "null"]},
+            "plan": {"type": "object"},
+            "lost": {
+                "type": "object",
+                "description": "re-decisions that errored, left out of the counts",
+                "properties": {"base": {"type": "integer"}, "arm": {"type": "integer"}},
+            },
+        },
+    }
+
+
+def _why_piece() -> dict[str, Any]:
+    """One piece of a decision's context that ``why`` removes."""
+    return {
+        "type": "object",
+        "required": ["label", "level", "message", "text"],
+        "properties": {
+            "label": {"type": "string"},
+            "level": {"enum": ["message", "item", "paragraph", "line", "sentence"]},
+            "message": {"type": "integer"},
+            "role": {"type": "string"},
+            "source": {"type": ["string", "null"]},
+            "path": {"type": "array", "items": {"type": ["string", "integer"]}},
+            "span": {"type": ["array", "null"], "items": {"type": "integer"}},
+            "text": {"type": "string"},
+        },
+    }
+
+
+def _why_cause(piece: dict[str, Any]) -> dict[str, Any]:
+    """A cause (or prerequisite) ``why`` found, made of ``piece``s, with its effect."""
+    interval = _interval()
+    number_or_null = {"type": ["number", "null"]}
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "type": "object",
+        "required": ["kind", "joint", "label", "text", "parts", "effect", "chain"],
+        "properties": {
+            "kind": {"enum": ["cause", "prerequisite"]},
+            "joint": {"type": "boolean"},
+            "label": {"type": "string"},
+            "text": {"type": "string"},
+            "parts": {"type": "array", "items": piece},
+            "effect": {
+                "type": "object",
+                "required": ["base_rate", "rate", "difference", "difference_ci", "p", "counts"],
+                "properties": {
+                    "base_rate": {"type": "number"},
+                    "base_ci": interval,
+                    "rate": {"type": "number"},
+                    "rate_ci": interval,
+                    "difference": {"type": "number"},
+                    "difference_ci": interval,
+                    "p": {"type": "number"},
+                    "p_paired": number_or_null,
+                    "level": {"type": "number"},
+                    "counts": counts,
+                },
+            },
+            "instead": counts,
+            "alternative": {"type": ["string", "null"]},
+            "chain": {"type": "array", "items": {"type": "object"}},
+            "needed": {"type": "array", "items": {"type": "object"}},
+            "recheck": {"type": ["object", "null"]},
         },
     }
 
