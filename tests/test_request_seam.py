@@ -198,6 +198,25 @@ def test_the_same_request_gives_the_same_result_in_every_front_end(
         assert same == library, name
 
 
+def test_aggregate_gives_the_same_result_through_the_library_and_the_cli(
+    project: tuple[Path, Path], tmp_path: Path
+):
+    """``aggregate`` has no MCP tool or console form: the library's
+    :func:`~otelcar.analyses.aggregate_run` and ``otelcar aggregate --json`` agree."""
+    from otelcar.analyses import aggregate_run
+    from otelcar.project_config import load_config
+    from otelcar.sync import run_sync
+
+    store, config_path = project
+    request = AggregateRequest(rollouts=4, refute=False, seed=3, budget=2000)
+    steps = Store(store, create=False).steps(NEW_CONTENT)
+    result = run_sync(aggregate_run(request, [(NEW_CONTENT, steps)], load_config(config_path)))
+    library = _timeless(result.to_dict())
+    assert library["counts"]["attributed"] == 1, library["traces"]
+    document = _timeless(_cli(project, request, tmp_path / "aggregate.json"))
+    assert {k: v for k, v in document.items() if k in library} == library
+
+
 # -- no front end declares an option of its own ------------------------------------------------
 def _command(name: str) -> click.Command:
     """The command ``name`` (``"export pairs"``: a group's subcommand)."""
