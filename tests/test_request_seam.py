@@ -217,6 +217,43 @@ def test_aggregate_gives_the_same_result_through_the_library_and_the_cli(
     assert {k: v for k, v in document.items() if k in library} == library
 
 
+def test_pairs_are_the_same_through_the_library_and_the_cli(
+    project: tuple[Path, Path], tmp_path: Path
+):
+    """``export pairs`` has no MCP tool or console form: the library's
+    :func:`~otelcar.analyses.pairs_run` and ``otelcar export pairs`` write the same pairs
+    for the same :class:`PairsRequest`, tested on fresh rollouts of an attribution."""
+    from otelcar.analyses import pairs_run
+    from otelcar.project_config import load_config
+    from otelcar.replay import load_run
+    from otelcar.sync import run_sync
+
+    store, config_path = project
+    attribution = tmp_path / "attribution.json"
+    culprit = AttributeRequest(rollouts=24, refute=False, policy_check=0, seed=3, budget=2000)
+    _cli(project, culprit, attribution)
+    request = PairsRequest(rollouts=8, seed=5, alpha=0.2, budget=2000)
+    loaded = Store(store, create=False).load(NEW_CONTENT)
+    made = run_sync(
+        pairs_run(
+            request,
+            load_run(loaded.trace_id, loaded.steps),
+            load_config(config_path),
+            result=json.loads(attribution.read_text()),
+        )
+    )
+    library = [pair.to_line("otelcar") for pair in made.pairs]
+    assert library, made.notes  # the culprit's other action is tested and kept
+    out = tmp_path / "pairs.jsonl"
+    argv = ["--store", str(store), "export", "pairs", str(attribution), "-c", str(config_path)]
+    for spec, value in _changed(request).items():
+        argv += ["--" + spec.name.replace("_", "-"), str(value)]
+    done = CliRunner().invoke(cli, [*argv, "-o", str(out)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines == library
+
+
 # -- no front end declares an option of its own ------------------------------------------------
 def _command(name: str) -> click.Command:
     """The command ``name`` (``"export pairs"``: a group's subcommand)."""
