@@ -208,6 +208,8 @@ class _Search:
         self.stages = (3, 6, samples, 2 * samples)
         self.intermittent = False
         self.stopped = "done"
+        #: the base arm's own verdict (``None``: it did not answer, the search ran)
+        self.base_verdict: str | None = None
         self.threshold = 0.0
         self.checked_json: set[int] = set()
         self.branches: list[tuple[Piece, list[TestRecord]]] = []
@@ -756,33 +758,10 @@ async def why_async(
         env.budget, call_floor(run, step=step, samples=samples, attribution=attribution)
     )
     before = env.accounting.to_dict()
-    decision, reason = await resolve_step(
-        run,
-        step,
-        registry=registry,
-        outcome=outcome,
-        seed=seed,
-        budget=env.budget,
-        env=env,
-        attribution=attribution,
-    )
-    if decision.action is None:
-        raise WhyError(f"step {decision.step}: its action was not recorded")
-    try:
-        rule = same_decision(same, decision.action, registry, outcome=outcome)
-        sampler = decision_sampler(run, decision, env, rule, seed=seed, on_sample=on_sample)
-        rechecks = decision_sampler(
-            run,
-            decision,
-            env,
-            rule,
-            seed=SeedSpace(seed).stage("why.recheck"),
-            on_sample=on_sample,
-        )
-    except DecisionError as exc:
-        raise WhyError(str(exc)) from None
-    if not await rule.matches(decision.action, env):
-        raise WhyError(f"--same {same!r} does not match the recorded decision itself")
+    decision, reason, rule, sampler, rechecks = await _prepare(
+        run, step, same=same, registry=registry, outcome=outcome, seed=seed, env=env,
+        on_sample=on_sample, attribution=attribution,
+    )  # fmt: skip
     search = _Search(
         sampler,
         samples=samples,
@@ -802,38 +781,11 @@ async def why_async(
         confidence=confidence,
         recheck_sampler=rechecks,
     )
-    causes: list[Cause] = []
-    untested: list[str] = []
-    verdict = await search.measure_base()
-    base_verdict = verdict
-    if verdict is None:
-        causes, untested = await search.causes()
-        causes.sort(key=headline_key)
-        for cause in [c for c in causes if c.kind == "cause"][:max_causes]:
-            if not recheck or search.stopped != "done":
-                break
-            await search.recheck_cause(cause)
-            if cause.recheck is not None and not cause.recheck.confirmed:
-                causes.remove(cause)
-                search.notes.append(
-                    f"{cause.label} ({cause.text[:80]!r}) was confirmed but its recheck with "
-                    f"fill {search.recheck_fill!r} did not hold (the replacement text, or "
-                    "chance, made the first result): not reported as a cause"
-                )
-        headline = next((c for c in causes if c.kind == "cause"), None)
-        verdict = "cause" if headline else ("prerequisites-only" if causes else "no-cause")
-    else:
-        headline = None
+    verdict, headline, causes, untested = await _find_causes(
+        search, recheck=recheck, max_causes=max_causes
+    )
     base = sampler.arm([])
-    errors = [e for a in (*sampler.arms.values(), *rechecks.arms.values()) for e in a.errors]
-    if errors:
-        changing = losses_could_change(search.tests, base, base_verdict, min_rate)
-        if changing:
-            raise refusal(errors, changing)
-        search.notes.append(
-            f"{len(errors)} re-decisions failed and were left out of the counts (per test: "
-            "lost); no answer would change whatever they held"
-        )
+    _count_losses(search, sampler, rechecks, base, min_rate)
     coarse = _coarse_rule_note(rule, decision.action, base)
     if coarse and verdict != "cause":
         search.notes.append(coarse)
@@ -871,6 +823,95 @@ async def why_async(
         base_alternative=describe_action(alt) if (alt := base.alternative()) else None,
         notes=search.notes,
         confidence=confidence,
+    )
+
+
+async def _prepare(
+    run: RecordedRun,
+    step: int | str,
+    *,
+    same: str,
+    registry: PolicyRegistry,
+    outcome: Outcome | None,
+    seed: int,
+    env: Environment,
+    on_sample: Callable[[Sample], None] | None,
+    attribution: Mapping[str, Any] | None,
+) -> tuple[Any, str, Any, Sampler, Sampler]:
+    """The preparation stage: the decision ``step`` names (``culprit`` attributes first, on
+    its own seeds) and why it was chosen, the ``same`` rule, which must match the recorded
+    decision itself, and the samplers of the search and of its recheck (own seeds);
+    :class:`WhyError` when any cannot be had."""
+    decision, reason = await resolve_step(
+        run,
+        step,
+        registry=registry,
+        outcome=outcome,
+        seed=seed,
+        budget=env.budget,
+        env=env,
+        attribution=attribution,
+    )
+    if decision.action is None:
+        raise WhyError(f"step {decision.step}: its action was not recorded")
+    try:
+        rule = same_decision(same, decision.action, registry, outcome=outcome)
+        sampler = decision_sampler(run, decision, env, rule, seed=seed, on_sample=on_sample)
+        rechecks = decision_sampler(
+            run,
+            decision,
+            env,
+            rule,
+            seed=SeedSpace(seed).stage("why.recheck"),
+            on_sample=on_sample,
+        )
+    except DecisionError as exc:
+        raise WhyError(str(exc)) from None
+    if not await rule.matches(decision.action, env):
+        raise WhyError(f"--same {same!r} does not match the recorded decision itself")
+    return decision, reason, rule, sampler, rechecks
+
+
+async def _find_causes(
+    search: _Search, *, recheck: bool, max_causes: int
+) -> tuple[str, Cause | None, list[Cause], list[str]]:
+    """The search stage: the base arm's verdict (when it already answers: an intermittent
+    or never-made decision), else the causes found, each of the first ``max_causes`` rechecked
+    with the other fill (a cause whose recheck does not hold is dropped, with a note).
+    Returns the verdict, the headline cause, the causes and the untested pieces."""
+    search.base_verdict = await search.measure_base()
+    if search.base_verdict is not None:
+        return search.base_verdict, None, [], []
+    causes, untested = await search.causes()
+    causes.sort(key=headline_key)
+    for cause in [c for c in causes if c.kind == "cause"][:max_causes]:
+        if not recheck or search.stopped != "done":
+            break
+        await search.recheck_cause(cause)
+        if cause.recheck is not None and not cause.recheck.confirmed:
+            causes.remove(cause)
+            search.notes.append(
+                f"{cause.label} ({cause.text[:80]!r}) was confirmed but its recheck with "
+                f"fill {search.recheck_fill!r} did not hold (the replacement text, or "
+                "chance, made the first result): not reported as a cause"
+            )
+    headline = next((c for c in causes if c.kind == "cause"), None)
+    verdict = "cause" if headline else ("prerequisites-only" if causes else "no-cause")
+    return verdict, headline, causes, untested
+
+
+def _count_losses(search: _Search, sampler: Any, rechecks: Any, base: Any, min_rate: float) -> None:
+    """The loss stage: re-decisions that failed are left out of the counts, with a note;
+    when some assignment of them could change an answer, :func:`refusal` is raised."""
+    errors = [e for a in (*sampler.arms.values(), *rechecks.arms.values()) for e in a.errors]
+    if not errors:
+        return
+    changing = losses_could_change(search.tests, base, search.base_verdict, min_rate)
+    if changing:
+        raise refusal(errors, changing)
+    search.notes.append(
+        f"{len(errors)} re-decisions failed and were left out of the counts (per test: "
+        "lost); no answer would change whatever they held"
     )
 
 

@@ -209,6 +209,63 @@ async def fix_async(
         run, decision, env, rule, seed=seeds.stage("fix.validate"), on_sample=on_sample
     )
     base_arm = await validator.ensure([], n)
+    await _validate_decisions(
+        validator, base_arm, candidates, n=n, alpha=alpha, max_rate=max_rate,
+        confidence=confidence, notes=notes,
+    )  # fmt: skip
+    if forward:
+        assert outcome is not None
+        await _forward_stage(
+            run, env, decision, candidates, outcome=outcome, rollouts=rollouts,
+            seed=seeds.stage("fix.forward"), concurrency=concurrency, alpha=alpha,
+            max_rate=max_rate, confidence=confidence, notes=notes,
+        )  # fmt: skip
+    elif alternative is not None:
+        notes.append("the forced action is validated by --forward rollouts only")
+    best = _best(candidates, forward)
+    after = env.accounting.to_dict()
+    cost: dict[str, Any] = {k: after[k] - before[k] for k in after}
+    cost["wall_s"] = round(time.perf_counter() - started, 3)
+    return FixResult(
+        trace_id=run.trace_id,
+        step=decision.step,
+        decision=describe_action(decision.action),
+        same=rule.describe(),
+        same_spec=why.same_spec,
+        cause=why.headline.text if why.headline else None,
+        cause_label=why.headline.label if why.headline else None,
+        base_bad=base_arm.bad,  # the arm every candidate was tested against
+        base_n=base_arm.n,
+        why_base_bad=why.base_bad,
+        why_base_n=why.base_n,
+        candidates=candidates,
+        best=best,
+        max_rate=max_rate,
+        alpha=alpha,
+        samples=n,
+        outcome=outcome.describe() if outcome is not None else None,
+        cost=cost,
+        notes=[*notes, *(n for n in env.registry.notes() if n not in notes)],
+        confidence=confidence,
+        why=why,
+    )
+
+
+async def _validate_decisions(
+    validator: Any,
+    base_arm: Any,
+    candidates: list[FixCandidate],
+    *,
+    n: int,
+    alpha: float,
+    max_rate: float,
+    confidence: float,
+    notes: list[str],
+) -> None:
+    """The decision-level validation stage: every candidate but a forced action is re-decided
+    ``n`` times with its edits on the validator's fresh draws, against the unfixed
+    ``base_arm``; one-sided tests, Holm across candidates, a verdict each (set on the
+    candidate). Lost re-decisions are noted, or refused when they could change a verdict."""
     checks: list[tuple[FixCandidate, DecisionCheck]] = []
     for candidate in candidates:
         if candidate.kind == "forced":
@@ -245,78 +302,68 @@ async def fix_async(
             f"{len(errors)} validation re-decisions failed and were left out of the counts "
             "(per candidate: lost); no verdict would change whatever they held"
         )
-    if forward:
-        assert outcome is not None
-        later = [d.step for d in run.decisions if d.index >= decision.index]
-        plans = []
-        for candidate in candidates:
-            assert candidate.forward_plan is not None
-            plans.append(Plan.from_dict(candidate.forward_plan))
-        forwards, base_errors = await validate_forward(
-            run,
-            env,
-            plans,
-            Plan(tuple(Resample(s) for s in later)),
-            rollouts=rollouts,
-            seed=seeds.stage("fix.forward"),
-            outcome=outcome,
-            concurrency=concurrency,
-            alpha=alpha,
-            max_rate=max_rate,
-            confidence=confidence,
-        )
-        if base_errors:
-            notes.append(f"{len(base_errors)} unfixed rollouts failed: {base_errors[0]}")
-        fewest = trials_to_show_below(0, 0, max_rate, alpha, rollouts)
-        if fewest > rollouts:
-            notes.append(
-                f"--rollouts {rollouts} cannot show a forward failure rate below {max_rate:g} "
-                f"(even 0 failures need {trials_to_show_below(0, 0, max_rate, alpha, 10_000)} "
-                "rollouts): no forward check can PASS, at best PART"
-            )
-        for candidate, check in zip(candidates, forwards, strict=True):
-            candidate.forward = check
 
-        def judged_again(p: float, failed: int, n: int) -> str:
-            return forward_verdict(p, rate_below_e_value(failed, n, max_rate) >= 1 / alpha, alpha)
 
-        changing = forward_could_change(
-            [(c, c.forward) for c in candidates if c.forward is not None],
-            judged_again,
-            lambda pairs: anytime_p_value(pairs.only_a, pairs.only_b),  # the forward test
-        )
-        if changing:
-            lost = [e for c in candidates if c.forward is not None for e in c.forward.errors]
-            raise refusal([*base_errors, *lost], changing, what="forward rollouts")
-    elif alternative is not None:
-        notes.append("the forced action is validated by --forward rollouts only")
-    best = _best(candidates, forward)
-    after = env.accounting.to_dict()
-    cost: dict[str, Any] = {k: after[k] - before[k] for k in after}
-    cost["wall_s"] = round(time.perf_counter() - started, 3)
-    return FixResult(
-        trace_id=run.trace_id,
-        step=decision.step,
-        decision=describe_action(decision.action),
-        same=rule.describe(),
-        same_spec=why.same_spec,
-        cause=why.headline.text if why.headline else None,
-        cause_label=why.headline.label if why.headline else None,
-        base_bad=base_arm.bad,  # the arm every candidate was tested against
-        base_n=base_arm.n,
-        why_base_bad=why.base_bad,
-        why_base_n=why.base_n,
-        candidates=candidates,
-        best=best,
-        max_rate=max_rate,
+async def _forward_stage(
+    run: RecordedRun,
+    env: Environment,
+    decision: Any,
+    candidates: list[FixCandidate],
+    *,
+    outcome: Outcome,
+    rollouts: int,
+    seed: int,
+    concurrency: int,
+    alpha: float,
+    max_rate: float,
+    confidence: float,
+    notes: list[str],
+) -> None:
+    """The forward stage: every candidate's forward plan against the unfixed re-decision of
+    everything from ``decision`` on, ``rollouts`` each on ``seed``'s draws, judged by
+    ``outcome`` (:func:`validate_forward`; set on the candidates). Lost rollouts are refused
+    when they could change a verdict."""
+    later = [d.step for d in run.decisions if d.index >= decision.index]
+    plans = []
+    for candidate in candidates:
+        assert candidate.forward_plan is not None
+        plans.append(Plan.from_dict(candidate.forward_plan))
+    forwards, base_errors = await validate_forward(
+        run,
+        env,
+        plans,
+        Plan(tuple(Resample(s) for s in later)),
+        rollouts=rollouts,
+        seed=seed,
+        outcome=outcome,
+        concurrency=concurrency,
         alpha=alpha,
-        samples=n,
-        outcome=outcome.describe() if outcome is not None else None,
-        cost=cost,
-        notes=[*notes, *(n for n in env.registry.notes() if n not in notes)],
+        max_rate=max_rate,
         confidence=confidence,
-        why=why,
     )
+    if base_errors:
+        notes.append(f"{len(base_errors)} unfixed rollouts failed: {base_errors[0]}")
+    fewest = trials_to_show_below(0, 0, max_rate, alpha, rollouts)
+    if fewest > rollouts:
+        notes.append(
+            f"--rollouts {rollouts} cannot show a forward failure rate below {max_rate:g} "
+            f"(even 0 failures need {trials_to_show_below(0, 0, max_rate, alpha, 10_000)} "
+            "rollouts): no forward check can PASS, at best PART"
+        )
+    for candidate, check in zip(candidates, forwards, strict=True):
+        candidate.forward = check
+
+    def judged_again(p: float, failed: int, n: int) -> str:
+        return forward_verdict(p, rate_below_e_value(failed, n, max_rate) >= 1 / alpha, alpha)
+
+    changing = forward_could_change(
+        [(c, c.forward) for c in candidates if c.forward is not None],
+        judged_again,
+        lambda pairs: anytime_p_value(pairs.only_a, pairs.only_b),  # the forward test
+    )
+    if changing:
+        lost = [e for c in candidates if c.forward is not None for e in c.forward.errors]
+        raise refusal([*base_errors, *lost], changing, what="forward rollouts")
 
 
 def _best(candidates: list[FixCandidate], forward: bool) -> str | None:
