@@ -9,6 +9,7 @@ Policies are async; plain functions are wrapped by the classes of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,9 +40,14 @@ class PolicyUnavailable(PolicyError):
 
 @dataclass(frozen=True, slots=True)
 class DecisionRequest:
-    """One re-decision of decision step ``step`` (``None`` beyond the recorded horizon)."""
+    """One re-decision of decision step ``step`` (``None`` beyond the recorded horizon).
 
-    messages: tuple[Message, ...]
+    ``messages``: the context, an immutable sequence of messages: a tuple, or (from the replay
+    harness) a :class:`~otelcar.replay.contexts.SharedContext`, which shares the rollout's
+    messages instead of copying them per request and reads as a tuple does (``len``,
+    indexing, slicing, iteration, ``==`` and ``+`` with tuples)."""
+
+    messages: Sequence[Message]
     tools: tuple[dict[str, Any], ...] | None
     params: dict[str, Any]
     model: str | None
@@ -123,7 +129,7 @@ class ToolRequest:
     call_id: str | None
     step: int | None
     seed: int
-    context: tuple[Message, ...] = ()
+    context: Sequence[Message] = ()  # immutable, as DecisionRequest.messages
     scope: RolloutScope | None = None
 
 

@@ -4,18 +4,23 @@ A decision's context is its recorded template (:mod:`otelcar.replay.recorded`) e
 this rollout's actions and observations: an unchanged reference stays the recorded message,
 a changed action or observation is carried in. Most templates extend the previous decision's
 (the conversation so far plus one action and its results), so a context is the previous
-context plus the expansion of the new items, and its digest chain
-(:class:`~otelcar.policies.digest.MessageChain`) extends the previous one, hashed only when
-a re-decision asks for its cache key. A rollout of ``n`` decisions then does work linear in
-``n`` and in the bytes it adds, where expanding every template from scratch did work
-quadratic in ``n``. Where a template does not extend the previous one
-(multi-agent views, rewritten histories) it is expanded from scratch; the result is the same.
+context plus the expansion of the new items: a :class:`SharedContext` that shares the previous
+context's messages (one append-only log per rollout, each context a view of its first
+messages), and a digest chain (:class:`~otelcar.policies.digest.MessageChain`) that extends
+the previous one, hashed only when a re-decision asks for its cache key. A rollout of ``n``
+decisions then does work linear in ``n`` and in the bytes it adds: neither expanding every
+template from scratch nor copying the previous context into a new list (each also quadratic
+in ``n``, the copies as well in the garbage collector's traversals of them). Where a template
+does not extend the previous one (multi-agent views, rewritten histories) it is expanded from
+scratch; the result is the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from typing import Any, overload
 
 from otelcar.messages import Message, ToolCall
 from otelcar.policies.digest import MessageChain
@@ -27,6 +32,88 @@ from otelcar.replay.recorded import (
     RecordedRun,
     TemplateItem,
 )
+
+
+class SharedContext(Sequence[Message]):
+    """An immutable context that shares its messages with the context it extends.
+
+    A view of the first ``len(self)`` messages of an append-only log. :meth:`extended` by the
+    log's owner, on the context at the log's end (a rollout's latest context: the common
+    case), appends to the log, so the new context costs its new messages, not the whole
+    context; anything else starts a log of the extender's own (one copy). It reads as a
+    read-only list: ``len``, indexing, slicing (a slice is a new ``list``), iteration, ``==``
+    with any list, tuple or shared context of the same messages, and ``+`` (the result has the
+    other operand's type). Pickled as its messages."""
+
+    __slots__ = ("_length", "_log", "_owner")
+
+    def __init__(self, messages: Iterable[Message] = (), *, owner: object = None) -> None:
+        """A context of ``messages`` in a new log that ``owner`` may extend in place."""
+        self._log: list[Message] = list(messages)
+        self._length = len(self._log)
+        self._owner = owner
+
+    def extended(self, messages: list[Message], owner: object) -> SharedContext:
+        """This context followed by ``messages``, for ``owner`` (the one object that extends
+        the contexts it makes, never from two threads at once)."""
+        if owner is not self._owner or len(self._log) != self._length:
+            return SharedContext([*self, *messages], owner=owner)
+        self._log.extend(messages)
+        view = SharedContext.__new__(SharedContext)
+        view._log, view._length, view._owner = self._log, len(self._log), owner
+        return view
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            if step == 1:
+                return self._log[start:stop]
+            return [self._log[i] for i in range(start, stop, step)]
+        if not -self._length <= index < self._length:
+            raise IndexError("context index out of range")
+        return self._log[index % self._length]
+
+    def __iter__(self) -> Iterator[Message]:
+        return islice(self._log, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SharedContext):
+            if other._log is self._log:
+                return other._length == self._length
+        elif not isinstance(other, list | tuple):
+            return NotImplemented
+        return len(other) == self._length and self[:] == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, list | tuple):
+            return type(other)([*self, *other])
+        return NotImplemented
+
+    def __radd__(self, other: Any) -> Any:
+        if isinstance(other, list | tuple):
+            return type(other)([*other, *self])
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def __reduce__(self) -> tuple[type[SharedContext], tuple[list[Message]]]:
+        return SharedContext, (list(self),)
+
+
+def frozen_messages(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` as an immutable sequence for a request: a :class:`SharedContext` or a
+    tuple as it is (no copy of a rollout's context per request), anything else as a tuple."""
+    return messages if isinstance(messages, SharedContext | tuple) else tuple(messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +137,7 @@ class _Built:
     it already carries, and the digest chain over its messages."""
 
     index: int
-    messages: list[Message]
+    messages: SharedContext
     emitted: set[int]
     chain: MessageChain
 
@@ -99,22 +186,31 @@ class RolloutContexts:
         assert latest is None or isinstance(latest, _Built)
         self._latest = latest
 
-    def context(self, decision: RecordedDecision) -> tuple[list[Message], MessageChain]:
-        """The decision's context with this rollout's changes carried in (a new list, never
-        changed afterwards: edits make their own), and the chain of its messages (hashed only
-        if its digest is asked)."""
+    def context(self, decision: RecordedDecision) -> tuple[SharedContext, MessageChain]:
+        """The decision's context with this rollout's changes carried in (immutable, sharing
+        the previous context's messages: edits make their own list), and the chain of its
+        messages (hashed only if its digest is asked)."""
         assert decision.context is not None
         link = self._links[decision.index]
         parent = self._latest
         if parent is None or link.parent is None or parent.index != link.parent:
-            built = _Built(decision.index, [], set(), MessageChain())
-            start = 0
+            emitted: set[int] = set()
+            added = self._expand(decision.template, link, emitted)
+            built = _Built(
+                decision.index,
+                SharedContext(added, owner=self),
+                emitted,
+                MessageChain().extended(added),
+            )
         else:
-            built = _Built(decision.index, list(parent.messages), set(parent.emitted), parent.chain)
-            start = link.shared
-        added = self._expand(decision.template[start:], link, built.emitted)
-        built.messages.extend(added)
-        built.chain = built.chain.extended(added)
+            emitted = set(parent.emitted)
+            added = self._expand(decision.template[link.shared :], link, emitted)
+            built = _Built(
+                decision.index,
+                parent.messages.extended(added, self),
+                emitted,
+                parent.chain.extended(added),
+            )
         self._latest = built
         return built.messages, built.chain
 

@@ -39,7 +39,7 @@ from otelcar.policies.base import (
 from otelcar.policies.digest import MessageChain, params_json
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.cassette import Cassette
-from otelcar.replay.contexts import ReplayedObservation, RolloutContexts
+from otelcar.replay.contexts import ReplayedObservation, RolloutContexts, frozen_messages
 from otelcar.replay.held import held_walk
 from otelcar.replay.plan import (
     Do,
@@ -244,7 +244,7 @@ def _bound(value: Any, env: Environment) -> Any:
 def decision_request(
     run: RecordedRun,
     recorded: RecordedDecision | None,
-    context: list[Message] | tuple[Message, ...],
+    context: Sequence[Message],
     *,
     seed: int,
     step: int | None,
@@ -254,12 +254,14 @@ def decision_request(
     """The request that re-decides ``recorded`` (``None``: beyond the horizon) on ``context``:
     the tools, tool choice and sampling parameters :attr:`RecordedRun.requests` settled for
     it (recorded, declared or inferred), and the recorded model. ``chain``: the digest chain
-    of ``context`` when the caller has it."""
+    of ``context`` when the caller has it; ``context`` becomes the request's ``messages``
+    through :func:`~otelcar.replay.contexts.frozen_messages` (a rollout's context is not
+    copied per request)."""
     spec = run.requests.spec(recorded, agent)
     tools = spec.tools.value
     params = spec.params.value
     return DecisionRequest(
-        messages=tuple(context),
+        messages=frozen_messages(context),
         tools=tools or None,
         params=dict(params),
         model=recorded.model if recorded else None,
@@ -278,7 +280,7 @@ class ReplayedDecision:
     recorded_step: int | None
     agent: str | None
     name: str
-    context: list[Message] | None
+    context: Sequence[Message] | None  # a SharedContext; a list where edited or past the horizon
     action: Message | None
     observations: list[ReplayedObservation]
     origin: str  # recorded | do | removed | policy:<name> | cache:<name>
@@ -377,7 +379,7 @@ async def replay(
                         raise ReplayError(
                             f"step {step}: cannot edit a context that was not captured"
                         )
-                    context = item.edit.apply(context)
+                    context = item.edit.apply(list(context))
                     chain = None
                     edited = True
             replayed = ReplayedDecision(
@@ -486,7 +488,7 @@ def check_plan(run: RecordedRun, plan: Plan) -> None:
 
 def _context(
     recorded: RecordedDecision | None, previous: ReplayedDecision | None, state: RolloutContexts
-) -> tuple[list[Message] | None, MessageChain | None]:
+) -> tuple[Sequence[Message] | None, MessageChain | None]:
     """The next decision's context and its digest chain (``None``: computed if asked)."""
     if recorded is not None:
         return state.context(recorded) if recorded.context is not None else (None, None)
@@ -502,7 +504,7 @@ async def _decide(
     replayed: ReplayedDecision,
     recorded: RecordedDecision | None,
     interventions: Sequence[Intervention],
-    context: list[Message] | None,
+    context: Sequence[Message] | None,
     chain: MessageChain | None,
     run: RecordedRun,
     env: Environment,
@@ -618,7 +620,7 @@ async def _execute(
                             call_id=call.id,
                             step=replayed.recorded_step,
                             seed=replayed.seed,
-                            context=tuple(replayed.context or ()),
+                            context=frozen_messages(replayed.context or ()),
                             scope=scope,
                         )
                     )

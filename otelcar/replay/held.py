@@ -23,9 +23,8 @@ import threading
 from dataclasses import dataclass
 
 from otelcar.identity import IdentityMemo
-from otelcar.messages import Message
 from otelcar.replay.cassette import Cassette, call_key
-from otelcar.replay.contexts import ReplayedObservation, RolloutContexts
+from otelcar.replay.contexts import ReplayedObservation, RolloutContexts, SharedContext
 from otelcar.replay.recorded import RecordedDecision, RecordedRun, ends_run
 
 
@@ -36,7 +35,7 @@ class HeldStep:
     consumed, the rollout's context state after it, and whether it ends the run."""
 
     decision: RecordedDecision
-    context: list[Message] | None
+    context: SharedContext | None
     observations: tuple[ReplayedObservation, ...]
     plays: tuple[tuple[str, str], ...]
     state: object  # RolloutContexts' latest built context after this decision
