@@ -316,21 +316,53 @@ def write_regression_test(
     name = f"test_step_{step}_{fixed}_" + ("on_the_agent" if live else f"never_{what}")
     summary_text = summary.strip() or f"Regression test for step {step} of trace {run.trace_id}."
     if live:
-        assert plan is not None
-        doc = _docstring(
-            summary_text,
-            f"Written by otelcar. Runs the agent (AGENT, else [agent] command of CONFIG) "
-            f"ROLLOUTS times against otelcar's model endpoint: answered from trace "
-            f"{run.trace_id} up to step {step}, where the fix below edits the agent's request "
-            "and the policy of CONFIG decides again (and at every later decision, the fix kept "
-            "in the requests it applies to). Each run is judged with CONFIG's [outcome]; the "
-            "test fails when the run still fails in more than MAX_RATE of them (a run that "
-            "could not be judged counts as failed), and first, when the agent no longer makes "
-            "the recorded requests (the live check). No cache is kept between runs: a model, "
-            "prompt or code change that brings the bug back fails this test. The agent's real "
-            "tools run: point it at a test environment.",
-        )
-        body = f'''"""{doc}
+        body = _live_test_body(
+            run, step=step, summary_text=summary_text, trace_file=trace_file,
+            config_ref=config_ref, agent=agent, agent_cwd=agent_cwd, target=target,
+            rollouts=rollouts, max_rate=max_rate, seed=seed, fix=fix, plan=plan, name=name,
+        )  # fmt: skip
+    else:
+        body = _decision_test_body(
+            run, step=step, summary_text=summary_text, trace_file=trace_file,
+            config_ref=config_ref, same=same, samples=samples, max_rate=max_rate, seed=seed,
+            fix=fix, name=name,
+        )  # fmt: skip
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def _live_test_body(
+    run: RecordedRun,
+    *,
+    step: int,
+    summary_text: str,
+    trace_file: Path,
+    config_ref: str,
+    agent: str | None,
+    agent_cwd: str | Path | None,
+    target: Path,
+    rollouts: int,
+    max_rate: float,
+    seed: int,
+    fix: FixCandidate | None,
+    plan: Any,
+    name: str,
+) -> str:
+    """The source of a test that runs the user's agent (``live``: module docstring)."""
+    doc = _docstring(
+        summary_text,
+        f"Written by otelcar. Runs the agent (AGENT, else [agent] command of CONFIG) "
+        f"ROLLOUTS times against otelcar's model endpoint: answered from trace "
+        f"{run.trace_id} up to step {step}, where the fix below edits the agent's request "
+        "and the policy of CONFIG decides again (and at every later decision, the fix kept "
+        "in the requests it applies to). Each run is judged with CONFIG's [outcome]; the "
+        "test fails when the run still fails in more than MAX_RATE of them (a run that "
+        "could not be judged counts as failed), and first, when the agent no longer makes "
+        "the recorded requests (the live check). No cache is kept between runs: a model, "
+        "prompt or code change that brings the bug back fails this test. The agent's real "
+        "tools run: point it at a test environment.",
+    )
+    body = f'''"""{doc}
 """
 
 from pathlib import Path
@@ -361,8 +393,24 @@ def {name}(otelcar_agent):
         cwd=AGENT_CWD,
     )
 '''
-        target.write_text(body, encoding="utf-8")
-        return target
+    return body
+
+
+def _decision_test_body(
+    run: RecordedRun,
+    *,
+    step: int,
+    summary_text: str,
+    trace_file: Path,
+    config_ref: str,
+    same: str,
+    samples: int,
+    max_rate: float,
+    seed: int,
+    fix: FixCandidate | None,
+    name: str,
+) -> str:
+    """The source of a test that re-decides ``step`` with the fix applied."""
     applied = (
         "with the fix below applied" if fix else "with no fix: it fails while the bug is there"
     )
@@ -403,5 +451,4 @@ def {name}(otelcar_agent):
         seed=SEED,
     )
 '''
-    target.write_text(body, encoding="utf-8")
-    return target
+    return body
