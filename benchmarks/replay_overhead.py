@@ -21,13 +21,14 @@ its steps table (:func:`otelcar.trajectory.build_trace`), and measures in the sa
 
 The rollouts run through :func:`otelcar.replay.run_plan_async` inside a coroutine that keeps
 the :class:`~otelcar.replay.RolloutSet` out of ``asyncio.run``'s task result ("engine"
-columns). The public synchronous :func:`otelcar.replay.run_plan` returns the set *as* the task
-result, and on interpreters with python/cpython#112559 (3.11.7 here; ``signal.getsignal``
-formats the SIGINT handler, a ``partial`` holding the main task) ``asyncio.run`` then builds
-``repr()`` of that result twice: every context of every rollout, as text. So the factual plan
-is also timed through ``run_plan`` ("run_plan" column), with as many rollouts as fit
-``--repr-cap-mb`` of estimated ``repr`` text. The script says whether this interpreter has the
-issue.
+columns). On interpreters with python/cpython#112559 (3.11.7 here; ``signal.getsignal``
+formats the SIGINT handler, a ``partial`` holding the main task) ``asyncio.run`` builds
+``repr()`` of a task result twice: for a set of rollouts, every context of every rollout, as
+text. The public synchronous :func:`otelcar.replay.run_plan` keeps its result out of the task
+too (:func:`otelcar.sync.run_sync`), and the factual plan is also timed through it ("run_plan"
+column, best of ``--repeat`` like the engine). The script says whether this interpreter has the
+issue and whether ``run_plan`` still meets it; where it does, the column runs only as many
+rollouts as fit ``--repr-cap-mb`` of estimated ``repr`` text.
 
 Every rollout is checked (status ``final``, ``n`` decisions, the expected policy calls and
 cassette hits); a mismatch fails the run. Timings are printed, never asserted.
@@ -76,6 +77,7 @@ from otelcar.replay import (
     run_plan,
     run_plan_async,
 )
+from otelcar.sync import run_sync
 from otelcar.trajectory import build_trace
 
 T = TypeVar("T")
@@ -348,8 +350,9 @@ def public_rollouts(run: RecordedRun, plan: Plan, rollouts: int, seed: int) -> R
     return run_plan(run, plan, _environment(run), rollouts=rollouts, seed=seed)
 
 
-def asyncio_run_reprs_result() -> bool:
-    """Whether ``asyncio.run`` calls ``repr()`` on the main task's result (cpython#112559)."""
+def asyncio_run_reprs_result(runner: Callable[[Any], Any] = asyncio.run) -> bool:
+    """Whether ``runner`` (``asyncio.run``; or :func:`otelcar.sync.run_sync`, which
+    ``run_plan`` uses) calls ``repr()`` on the coroutine's result (cpython#112559)."""
     called: list[bool] = []
 
     class Probe:
@@ -360,7 +363,7 @@ def asyncio_run_reprs_result() -> bool:
     async def main() -> Probe:
         return Probe()
 
-    asyncio.run(main())
+    runner(main())
     return bool(called)
 
 
@@ -476,10 +479,13 @@ def measure(case: Case, args: argparse.Namespace) -> tuple[CaseResult, RecordedR
         del result
         gc.collect()
     chars = context_chars(run)
-    cap = int(args.repr_cap_mb * 1e6 / (REPR_OVERHEAD * max(chars, 1)))
-    k = max(1, min(args.rollouts, cap))
+    k = args.rollouts
+    if args.run_plan_reprs:
+        k = max(1, min(k, int(args.repr_cap_mb * 1e6 / (REPR_OVERHEAD * max(chars, 1)))))
     _progress(f"{label}: run_plan (factual, {k} rollouts) …")
-    timing, result = timed(lambda: public_rollouts(run, Plan(), k, args.seed))
+    timing, result = best_of(
+        lambda: public_rollouts(run, Plan(), k, args.seed), args.repeat, args.clock
+    )
     check(result, run, 0, f"{label}, run_plan factual")
     del result
     gc.collect()
@@ -722,8 +728,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--repr-cap-mb",
         type=float,
         default=1000.0,
-        help="the run_plan column runs as many rollouts (up to --rollouts) as keep the "
-        "estimated repr() text of the result under this (default: %(default)s)",
+        help="where run_plan repr()s its result (cpython#112559), the run_plan column runs as "
+        "many rollouts (up to --rollouts) as keep the estimated repr() text under this "
+        "(default: %(default)s)",
     )
     parser.add_argument("--quick", action="store_true", help="a small run (smoke test)")
     parser.add_argument(
@@ -755,10 +762,12 @@ def run(args: argparse.Namespace) -> None:
     print(f"otelcar: {_commit()}")
     restored = default_sigint()
     reprs = asyncio_run_reprs_result()
+    args.run_plan_reprs = asyncio_run_reprs_result(run_sync)
     print(
         f"rollouts per plan: {args.rollouts}; best of {args.repeat}; clock: {args.clock}; "
         f"seed {args.seed}; "
-        f"asyncio.run reprs its result (cpython#112559): {'yes' if reprs else 'no'}"
+        f"asyncio.run reprs its result (cpython#112559): {'yes' if reprs else 'no'}; "
+        f"run_plan does: {'yes' if args.run_plan_reprs else 'no'}"
     )
     if restored:
         print("SIGINT was ignored (a background job): restored Python's default handler")
