@@ -372,7 +372,7 @@ def _template(
     (``by_call_id``: the earlier decisions' observations by call id, later ones winning)."""
     if decision.context is None:
         return []
-    earlier = decisions[: decision.index]
+    end = decision.index  # the earlier decisions: decisions[:end]
     items: list[TemplateItem] = []
     last_action: int | None = None
     pending_calls: list[int] = []
@@ -389,15 +389,13 @@ def _template(
                 continue
         match = None
         if message.role not in ("user", "system"):
-            match = next(
-                (
-                    d
-                    for d in islice(earlier, cursor, None)
-                    if d.action is not None
-                    and (d.action is message or same_message(d.action, _as_role(message, d)))
-                ),
-                None,
-            )
+            # the first earlier action from the cursor on that is this message; contexts are
+            # chronological, so it is nearly always the one at the cursor: tried first
+            if cursor < end and _produced(decisions[cursor], message):
+                match = decisions[cursor]
+            else:
+                found = (d for d in islice(decisions, cursor, end) if _produced(d, message))
+                match = next(found, None)
         if match is not None:
             items.append(ActionRef(match.index, message))
             cursor = match.index + 1
@@ -406,6 +404,14 @@ def _template(
             continue
         items.append(Literal(message))
     return items
+
+
+def _produced(decision: RecordedDecision, message: Message) -> bool:
+    """Whether ``message`` (a context message) is ``decision``'s recorded action."""
+    action = decision.action
+    return action is not None and (
+        action is message or same_message(action, _as_role(message, decision))
+    )
 
 
 def _as_role(message: Message, decision: RecordedDecision) -> Message:
