@@ -256,7 +256,7 @@ async def attribute_async(
     errors = [e for o in arms for e in o.errors]
     if errors:
         check_losses(
-            errors, design, curve, culprit, verdict, env, futility=futility, margin=margin,
+            run, errors, design, curve, culprit, verdict, env, futility=futility, margin=margin,
             notes=notes,
         )  # fmt: skip
     refutations = []
@@ -699,6 +699,7 @@ def decide_verdict(
 
 
 def check_losses(
+    run: RecordedRun,
     errors: list[Any],
     design: Design,
     curve: Curve,
@@ -721,7 +722,7 @@ def check_losses(
         f"{len(errors)} rollouts failed and were left out of the estimates"
         + (f" (pairs lost per step: {by_step})" if by_step else "")
     )
-    horizon = max(1, len(design.plans) - 1)  # the decisions: plans are P_{-1}..P_{n-1}
+    horizon = max(1, run.horizon)
     changing = losses_could_change(
         culprit,
         effects,
