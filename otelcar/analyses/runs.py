@@ -13,13 +13,22 @@ the rollouts) and takes every other option of the library function as a keyword.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from otelcar.analyses.live import live_prepared, live_ready, live_rollouts
 from otelcar.analyses.options import Request
 from otelcar.analyses.requests import POLICY_CHECK_SAMPLES
 from otelcar.replay import Budget
+
+
+class _Noted(Protocol):
+    """An analysis's result: it carries notes."""
+
+    notes: list[str]
+
+
+Analysed = TypeVar("Analysed", bound=_Noted)
 
 if TYPE_CHECKING:
     from otelcar.analyses.requests import AggregateRequest, PairsRequest
@@ -37,6 +46,25 @@ def budget_for(settings: ReplaySettings, max_calls: int | Budget | None = None) 
     calls. A :class:`Budget` passed as ``max_calls`` is used as it is: its ``calls`` and
     ``tokens`` count up while the analysis runs, which is what a progress display reads."""
     return max_calls if isinstance(max_calls, Budget) else settings.budget(max_calls)
+
+
+async def on_the_run(
+    run: RecordedRun,
+    config: ProjectConfig,
+    seed: int | None,
+    analyse: Callable[[RecordedRun, int], Awaitable[Analysed]],
+) -> Analysed:
+    """``analyse(run, seed)`` of one trace as every analysis runs it: the seed is ``seed``
+    or ``[replay] seed``; with an agent command the run is made ready first
+    (:func:`live_ready`: the live check, and the requests the agent made) and its rollouts
+    run on the agent (:func:`live_rollouts`); the notes of that preparation come first in
+    the result's."""
+    chosen = config.replay.seed_or(seed)
+    run, notes = await live_ready(run, config, seed=chosen)
+    with live_rollouts(config):
+        result = await analyse(run, chosen)
+    result.notes[:0] = notes
+    return result
 
 
 async def attribute_run(
@@ -59,22 +87,22 @@ async def attribute_run(
     from otelcar.attribution.steps.attribute import attribute_async
 
     settings = config.replay
-    spent = budget_for(settings, budget)
-    run, notes = await live_ready(run, config, seed=settings.seed_or(seed))
-    with live_rollouts(config):
-        result = await attribute_async(
-            run,
+    return await on_the_run(
+        run,
+        config,
+        seed,
+        lambda ready, chosen: attribute_async(
+            ready,
             registry=config.registry,
             outcome=config.outcome,  # type: ignore[arg-type]
-            seed=settings.seed_or(seed),
-            budget=spent,
+            seed=chosen,
+            budget=budget_for(settings, budget),
             concurrency=settings.concurrency,
             on_rollout=on_rollout,
             policy_check=policy_check,
             **options,
-        )
-    result.notes[:0] = notes
-    return result
+        ),
+    )
 
 
 async def why_run(
@@ -93,20 +121,21 @@ async def why_run(
     from otelcar.attribution.context.why import why_async
 
     settings = config.replay
-    run, notes = await live_ready(run, config, seed=settings.seed_or(seed))
-    with live_rollouts(config):  # --step culprit attributes first
-        result = await why_async(
-            run,
+    return await on_the_run(  # --step culprit attributes first, on the agent too
+        run,
+        config,
+        seed,
+        lambda ready, chosen: why_async(
+            ready,
             step=step,
             registry=config.registry,
             outcome=config.outcome,
-            seed=settings.seed_or(seed),
+            seed=chosen,
             budget=budget_for(settings, budget),
             on_sample=on_sample,
             **options,
-        )
-    result.notes[:0] = notes
-    return result
+        ),
+    )
 
 
 async def fix_run(
@@ -125,21 +154,22 @@ async def fix_run(
     from otelcar.attribution.fixes.fix import fix_async
 
     settings = config.replay
-    run, notes = await live_ready(run, config, seed=settings.seed_or(seed))
-    with live_rollouts(config):  # --forward's rollouts run on the agent
-        result = await fix_async(
-            run,
+    return await on_the_run(  # --forward's rollouts run on the agent
+        run,
+        config,
+        seed,
+        lambda ready, chosen: fix_async(
+            ready,
             registry=config.registry,
             step=step,
             outcome=config.outcome,
-            seed=settings.seed_or(seed),
+            seed=chosen,
             concurrency=settings.concurrency,
             budget=budget_for(settings, budget),
             on_sample=on_sample,
             **options,
-        )
-    result.notes[:0] = notes
-    return result
+        ),
+    )
 
 
 async def attribute_traces_run(
