@@ -36,6 +36,7 @@ from otelcar.cli import cli
 from otelcar.cli.options import click_option
 from otelcar.cli.repair import SHARED
 from tests.conftest import NEW_CONTENT, OTLP
+from tests.helpers.scripted_refund import POLICY as REFUND_POLICY
 
 pytest.importorskip("starlette", reason="otelcar ui needs the 'ui' extra")
 from starlette.testclient import TestClient
@@ -44,23 +45,9 @@ from otelcar.ui.forms import form_fields, form_name
 
 #: A scripted policy: the refund trace's agent, which issues the refund (the failure) at step
 #: 4 in about a third of its re-decisions, whatever its context says.
-POLICY = """
-import random
-from otelcar.messages import Message, ToolCall
+POLICY = REFUND_POLICY.replace("< 0.1:", "< 0.35:")
+assert POLICY != REFUND_POLICY
 
-def decide(request):
-    tools = [m for m in request.messages if m.role == "tool"]
-    if not tools:
-        return Message("assistant", None, (
-            ToolCall("lookup_order", {"order_id": "A-1001"}, "c1"),
-            ToolCall("get_refund_policy", {"category": "electronics"}, "c2")))
-    if len(tools) == 2:
-        if random.Random(request.seed).random() < 0.35:
-            return Message("assistant", None, (
-                ToolCall("issue_refund", {"order_id": "A-1001", "amount": 129.99}, "c3"),))
-        return Message("assistant", "This needs a manager's approval.")
-    return Message("assistant", "Done.")
-"""
 CONFIG = """[policies.llm]
 type = "python"
 function = "seam_policy:decide"
