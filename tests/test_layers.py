@@ -12,6 +12,7 @@ package's own ``__init__`` is the unit ``__init__``); there are no exemptions.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -28,7 +29,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
             *("errors", "config", "identity", "sync", "usercode", "safe_text", "cost"),
-            *("pricing", "version"),
+            *("pricing", "version", "typeschema"),
         ],
         0,
     ),
@@ -97,7 +98,13 @@ def _is_module(name: str) -> bool:
 
 def module_imports() -> dict[str, set[tuple[str, int]]]:
     """Module → the otelcar modules it imports (with the line): at the top, in functions
-    and under ``if TYPE_CHECKING:`` alike."""
+    and under ``if TYPE_CHECKING:`` alike. The sources are parsed once per session (at
+    collection, for the units' parameters), and each caller gets its own copy."""
+    return {module: set(imports) for module, imports in _parsed_imports().items()}
+
+
+@functools.cache
+def _parsed_imports() -> dict[str, set[tuple[str, int]]]:
     found: dict[str, set[tuple[str, int]]] = defaultdict(set)
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts

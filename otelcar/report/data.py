@@ -14,7 +14,8 @@ Result writers (``otelcar attribute --json``, ``why``, ``fix``) call :func:`repo
   attribution by a :class:`RolloutSampler` passed as ``on_rollout``.
 
 Both keys are optional in ``schemas/attribution.schema.json``; the section shapes are
-:func:`timeline_schema` and :func:`alternatives_schema`.
+:class:`~otelcar.report.documents.TimelineSection` and
+:class:`~otelcar.report.documents.Alternative`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from otelcar.outcome import Outcome
 from otelcar.replay.harness import Rollout
 from otelcar.replay.plan import Resample
 from otelcar.replay.rollout_table import rollout_failed
+from otelcar.report.documents import TIMELINE_VERSION
 
-TIMELINE_VERSION = 1
 MAX_TEXT = 100_000  # characters of one message or tool result kept in a report section
 GIST = 140  # characters of a one-line gist
 
@@ -352,91 +353,3 @@ def report_sections(
 def with_report_sections(document: dict[str, Any], **options: Any) -> dict[str, Any]:
     """``document`` (a result's ``to_dict()``) with :func:`report_sections` added."""
     return {**document, **report_sections(result=document, **options)}
-
-
-# -- schemas of the sections ------------------------------------------------------------------
-def _message_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["role"],
-        "properties": {
-            "role": {"type": ["string", "null"]},
-            "content": {"type": ["string", "null"]},
-            "tool_calls": {"type": "array", "items": {"type": "object"}},
-            "tool_call_id": {"type": ["string", "null"]},
-            "name": {"type": ["string", "null"]},
-            "truncated": {"type": "boolean"},
-        },
-    }
-
-
-def timeline_schema() -> dict[str, Any]:
-    """JSON Schema of the ``timeline`` section."""
-    nullable_int = {"type": ["integer", "null"]}
-    nullable_str = {"type": ["string", "null"]}
-    step = {
-        "type": "object",
-        "required": ["step", "kind", "gist"],
-        "properties": {
-            "step": {"type": "integer"},
-            "kind": {"type": "string"},
-            "name": nullable_str,
-            "agent": nullable_str,
-            "start_ns": nullable_int,
-            "end_ns": nullable_int,
-            "duration_ms": {"type": ["number", "null"]},
-            "status": nullable_str,
-            "error": nullable_str,
-            "model": nullable_str,
-            "tokens": {"type": ["object", "null"]},
-            "finish_reason": nullable_str,
-            "content_captured": {"type": ["boolean", "null"]},
-            "issues": {"type": "array", "items": {"type": "string"}},
-            "gist": {"type": "string"},
-            "context": {
-                "type": "object",
-                "required": ["same_as_step", "shared", "messages"],
-                "properties": {
-                    "same_as_step": nullable_int,
-                    "shared": {"type": "integer"},
-                    "messages": {"type": "array", "items": _message_schema()},
-                },
-            },
-            "output": {"oneOf": [{"type": "null"}, _message_schema()]},
-            "tool": {"type": "object"},
-        },
-    }
-    return {
-        "type": "object",
-        "description": "The trace's steps for the report (otelcar.report.data).",
-        "required": ["version", "steps"],
-        "properties": {
-            "version": {"const": TIMELINE_VERSION},
-            "trace_id": nullable_str,
-            "service": nullable_str,
-            "start_ns": nullable_int,
-            "end_ns": nullable_int,
-            "steps": {"type": "array", "items": step},
-        },
-    }
-
-
-def alternatives_schema() -> dict[str, Any]:
-    """JSON Schema of the ``alternatives`` section."""
-    return {
-        "type": "array",
-        "description": "A few rollouts as alternative timelines (otelcar.report.data).",
-        "items": {
-            "type": "object",
-            "required": ["plan", "rollout", "status", "decisions"],
-            "properties": {
-                "plan": {"type": "string"},
-                "resample_from": {"type": ["integer", "null"]},
-                "rollout": {"type": "integer"},
-                "status": {"type": "string"},
-                "error": {"type": ["string", "null"]},
-                "failed": {"type": ["boolean", "null"]},
-                "decisions": {"type": "array", "items": {"type": "object"}},
-            },
-        },
-    }

@@ -8,75 +8,18 @@ from typing import Any
 from otelcar.attribution.aggregate import AGGREGATE_VERSION, CLASSES, TRACE_STATUSES
 from otelcar.attribution.context.result import TEST_VERDICTS, WHY_VERDICTS, WHY_VERSION
 from otelcar.attribution.fixes.result import FIX_KINDS, FIX_VERDICTS, FIX_VERSION
-from otelcar.attribution.steps.result import RESULT_VERSION, STOP_REASONS, VERDICTS
+from otelcar.report.documents import AttributionReportDocument
+from otelcar.typeschema import document_schema
 
 
 def attribution_schema_document() -> dict[str, Any]:
-    """JSON Schema of an attribution result (``schemas/attribution.schema.json``).
-
-    ``timeline`` and ``alternatives`` are optional report sections that result writers add
-    (:func:`otelcar.report.with_report_sections`) so the result can be drawn again.
-    """
-    from otelcar.report.data import alternatives_schema, timeline_schema
-
-    step = _attribution_step()
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "otelcar/attribution.schema.json",
-        "title": "otelcar attribute --json",
-        "type": "object",
-        "required": [
-            "version",
-            "kind",
-            "trace_id",
-            "verdict",
-            "steps",
-            "baseline",
-            "cost",
-            "confidence",
-            "headline",
-        ],
-        "properties": {
-            "version": {"const": RESULT_VERSION},
-            "kind": {"const": "attribution"},
-            "trace_id": {"type": "string"},
-            "outcome": {"type": "string"},
-            "question": {"enum": ["failure", "success"]},
-            "mode": {"enum": ["fixed", "adaptive", "bisect"]},
-            "confidence": {"type": "number"},
-            "requested_confidence": {"type": "number"},
-            "verdict": {"enum": list(VERDICTS)},
-            "headline": {"type": "string"},
-            "culprit": {"type": ["integer", "null"]},
-            "ties": {"type": "array", "items": {"type": "integer"}},
-            "point_of_no_return": {"type": ["integer", "null"]},
-            "harmful_step": {"type": ["integer", "null"]},
-            "baseline": {"type": "object"},
-            "steps": {"type": "array", "items": step},
-            "looks": {"type": "array", "items": {"type": "integer"}},
-            "refutations": {"type": "array", "items": _refutation()},
-            "stop_reason": {"enum": list(STOP_REASONS)},
-            "cost": {"type": "object"},
-            "shapley": {"type": ["object", "null"]},
-            "policy_check": {"type": ["object", "null"]},
-            "equivalence": {
-                "type": ["object", "null"],
-                "description": "without a culprit: the margin locked-in needs every step's "
-                "upper bound below, the largest upper bound, and the smallest Δ found with "
-                "the given power (null: no step could have been significant)",
-                "properties": {
-                    "margin": {"type": ["number", "null"]},
-                    "largest_upper": {"type": "number"},
-                    "detectable_delta": {"type": ["number", "null"]},
-                    "power": {"type": "number"},
-                },
-            },
-            "notes": {"type": "array", "items": {"type": "string"}},
-            "rollout_errors": {"type": "array", "items": {"type": "string"}},
-            "timeline": timeline_schema(),
-            "alternatives": alternatives_schema(),
-        },
-    }
+    """JSON Schema of an attribution result (``schemas/attribution.schema.json``), generated
+    from :class:`~otelcar.report.documents.AttributionReportDocument`: ``timeline`` and
+    ``alternatives`` are optional report sections that result writers add
+    (:func:`otelcar.report.with_report_sections`) so the result can be drawn again."""
+    return document_schema(
+        AttributionReportDocument, name="attribution.schema.json", title="otelcar attribute --json"
+    )
 
 
 def why_schema_document() -> dict[str, Any]:
@@ -152,73 +95,6 @@ def why_schema_document() -> dict[str, Any]:
 def _interval() -> dict[str, Any]:
     """A confidence interval: two numbers."""
     return {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-
-
-def _attribution_step() -> dict[str, Any]:
-    """One step of an attribution's curve."""
-    interval = _interval()
-    return {
-        "type": "object",
-        "required": [
-            "index",
-            "step",
-            "q",
-            "q_ci",
-            "delta",
-            "delta_ci",
-            "p_value",
-            "p_adjusted",
-            "significant",
-            "pairs",
-            "rollouts",
-        ],
-        "properties": {
-            "index": {"type": "integer"},
-            "step": {"type": "integer"},
-            "agent": {"type": ["string", "null"]},
-            "name": {"type": ["string", "null"]},
-            "rollouts": {"type": "integer"},
-            "failures": {"type": "integer"},
-            "q": {"type": "number"},
-            "q_ci": interval,
-            "pairs": {"type": "integer"},
-            "discordant": {"type": "object"},
-            "delta": {"type": "number"},
-            "delta_ci": interval,
-            "p_value": {"type": "number"},
-            "p_adjusted": {"type": "number"},
-            "significant": {"type": "boolean"},
-            "repeats_recorded_action": {"type": "boolean"},
-            "test_alpha": {"type": "number"},
-            "futile": {"type": "boolean"},
-            "redecisions": {"type": "integer"},
-            "differs_bound": {"type": ["number", "null"]},
-        },
-    }
-
-
-def _refutation() -> dict[str, Any]:
-    """One refutation check of an attribution's culprit."""
-    interval = _interval()
-    return {
-        "type": "object",
-        "required": ["name", "passed", "delta", "delta_ci", "p_value", "pairs"],
-        "properties": {
-            "name": {"enum": ["placebo", "fresh seeds"]},
-            "description": {"type": "string"},
-            "pairs": {"type": "integer"},
-            "delta": {"type": "number"},
-            "delta_ci": interval,
-            "p_value": {"type": "number"},
-            "passed": {"type": "boolean"},
-            "lost": {"type": "integer"},
-            "rollouts": {"type": "integer"},
-            "e_value": {"type": "number"},
-            "detectable_effect": {"type": ["number", "null"]},
-            "max_pairs": {"type": "integer"},
-            "underpowered": {"type": "boolean"},
-        },
-    }
 
 
 def _why_test() -> dict[str, Any]:

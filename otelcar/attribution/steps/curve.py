@@ -38,6 +38,7 @@ from otelcar.attribution.stats import (
     step_p_value,
     wilson,
 )
+from otelcar.attribution.steps.documents import BaselineDocument, StepDocument
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
 
@@ -78,7 +79,7 @@ class StepEffect:
     differs_bound: float | None = None  # with repeats_recorded: u, the bound on P(differs)
     test: str = "exact"  # how p_value was computed (stats.step_p_value): exact McNemar or e
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StepDocument:
         return {
             "index": self.index,
             "step": self.step,
@@ -115,7 +116,7 @@ class Baseline:
     q: float
     q_ci: Interval
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BaselineDocument:
         return {
             "rollouts": self.n,
             "failures": self.fails,

@@ -34,7 +34,6 @@ culprit whose estimated Δ is below that is underpowered, not a refutation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from otelcar.attribution.experiment.contrast import Pairs, paired
 from otelcar.attribution.experiment.seeds import SeedSpace
@@ -46,6 +45,7 @@ from otelcar.attribution.stats import (
     two_sided_e_value,
 )
 from otelcar.attribution.steps.curve import StepEffect, curve_plans
+from otelcar.attribution.steps.documents import RefutationDocument
 from otelcar.outcome import Outcome
 from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment
@@ -86,7 +86,7 @@ class Refutation:
             f"{self.pairs} pairs{power}"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RefutationDocument:
         return {
             "name": self.name,
             "description": self.description,

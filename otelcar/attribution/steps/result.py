@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelcar.attribution.steps.curve import Baseline, StepEffect
+from otelcar.attribution.steps.documents import (
+    RESULT_VERSION,
+    AttributionDocument,
+    ShapleyDocument,
+    ShapleyValueDocument,
+)
 from otelcar.attribution.steps.equivalence import POWER, largest_upper, seen_text
 from otelcar.cost import policy_calls_text
-
-RESULT_VERSION = 1
-VERDICTS = ("culprit", "locked-in", "undecided")
-STOP_REASONS = ("separated", "tied", "futility", "last-look", "budget", "bisection", "fixed")
 
 
 @dataclass
@@ -22,7 +24,7 @@ class ShapleyValue:
     ci: tuple[float, float]
     permutations: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ShapleyValueDocument:
         return {
             "step": self.step,
             "phi": self.phi,
@@ -46,7 +48,7 @@ class ShapleyResult:
         """Σφ − (v(all) − v(none)): near 0 when the estimate is consistent."""
         return self.sum_phi - (self.v_all - self.v_none)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ShapleyDocument:
         return {
             "values": [v.to_dict() for v in self.values],
             "v_all": self.v_all,
@@ -207,7 +209,7 @@ class AttributionResult:
         most = self.looks[-1] if self.looks else max((e.n for e in self.steps), default=0)
         return f"up to {most} rollouts per plan"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AttributionDocument:
         return {
             "version": RESULT_VERSION,
             "kind": "attribution",

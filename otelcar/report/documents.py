@@ -1,0 +1,87 @@
+"""The report's sections of a result document, declared as types (:mod:`otelcar.typeschema`):
+``timeline`` (the trace's steps, :func:`otelcar.report.data.timeline_section`) and
+``alternatives`` (a few rollouts drawn as timelines), which result writers add to an
+attribution (:class:`AttributionReportDocument`) so the result can be drawn again."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict, get_args
+
+from otelcar.attribution.steps.documents import AttributionDocument
+
+TimelineVersion = Literal[1]
+TIMELINE_VERSION: int = get_args(TimelineVersion)[0]
+
+
+class MessageView(TypedDict):
+    """A message as the report shows it (long content cut, ``truncated`` says so)."""
+
+    role: str | None
+    content: NotRequired[str | None]
+    tool_calls: NotRequired[list[dict[str, Any]]]
+    tool_call_id: NotRequired[str | None]
+    name: NotRequired[str | None]
+    truncated: NotRequired[bool]
+
+
+class ContextView(TypedDict):
+    """A decision's context: the messages new since ``same_as_step`` (``shared`` of them are
+    that step's)."""
+
+    same_as_step: int | None
+    shared: int
+    messages: list[MessageView]
+
+
+class TimelineStep(TypedDict):
+    """One step of the trace as the report draws it."""
+
+    step: int
+    kind: str
+    name: NotRequired[str | None]
+    agent: NotRequired[str | None]
+    start_ns: NotRequired[int | None]
+    end_ns: NotRequired[int | None]
+    duration_ms: NotRequired[float | None]
+    status: NotRequired[str | None]
+    error: NotRequired[str | None]
+    model: NotRequired[str | None]
+    tokens: NotRequired[dict[str, Any] | None]
+    finish_reason: NotRequired[str | None]
+    content_captured: NotRequired[bool | None]
+    issues: NotRequired[list[str]]
+    gist: str
+    context: NotRequired[ContextView]
+    output: NotRequired[MessageView | None]
+    tool: NotRequired[dict[str, Any]]
+
+
+class TimelineSection(TypedDict):
+    """The trace's steps for the report (otelcar.report.data)."""
+
+    version: TimelineVersion
+    trace_id: NotRequired[str | None]
+    service: NotRequired[str | None]
+    start_ns: NotRequired[int | None]
+    end_ns: NotRequired[int | None]
+    steps: list[TimelineStep]
+
+
+class Alternative(TypedDict):
+    """A rollout drawn as an alternative timeline (otelcar.report.data)."""
+
+    plan: str
+    resample_from: NotRequired[int | None]
+    rollout: int
+    status: str
+    error: NotRequired[str | None]
+    failed: NotRequired[bool | None]
+    decisions: list[dict[str, Any]]
+
+
+class AttributionReportDocument(AttributionDocument):
+    """``otelcar attribute --json``: which step caused the outcome, how sure, at what cost;
+    with the report's sections when the writer adds them."""
+
+    timeline: NotRequired[TimelineSection]
+    alternatives: NotRequired[list[Alternative]]
