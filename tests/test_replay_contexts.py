@@ -14,21 +14,29 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 
 from otelcar import Store, import_files
 from otelcar.attribution.steps.attribute import Negated
-from otelcar.messages import Message
+from otelcar.messages import Message, ToolCall, encode_arguments
 from otelcar.outcome import AllOf, AnyOf, FinalAnswer, ToolCalled, events_of, judges_events
 from otelcar.policies import (
     DecisionRequest,
 )
 from otelcar.policies.digest import MessageChain, messages_digest
 from otelcar.replay import Plan, load_run
-from otelcar.replay.harness import replay
+from otelcar.replay.contexts import ReplayedObservation, SharedContext
+from otelcar.replay.harness import ReplayedDecision, Rollout, replay
 from otelcar.replay.recorded import ContextLink, RecordedRun
-from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout_steps
+from otelcar.replay.rollout_table import (
+    ROLLOUT_SCHEMA,
+    rollout_events,
+    rollout_failed,
+    rollout_steps,
+)
 from otelcar.sync import run_sync
 from tests.helpers.frameworks import CASES, FRAMEWORKS, random_env, random_plans, runs_in
 from tests.parts import EXTERNAL, need_data
@@ -142,6 +150,85 @@ def test_rollout_events_are_what_the_table_reads(name: str, tmp_path: Path) -> N
                 assert judges_events(outcome)
                 by_events = run_sync(rollout_failed(outcome, rollout))
                 assert by_events == run_sync(outcome.failed(table)), (name, outcome.describe())
+
+
+def _table_row_by_row(rollout: Rollout) -> pl.DataFrame:
+    """The plain construction of a rollout's table: one dict per row, every context's
+    messages converted where they appear."""
+    rows: list[dict[str, Any]] = []
+    for d in rollout.decisions:
+        context = None if d.context is None else [m.to_row() for m in d.context]
+        output = None if d.action is None else d.action.to_row()
+        llm = (len(rows), d.recorded_step, "llm", d.name, context, output, None, None, None)
+        rows.append(dict(zip(_ROW_KEYS, (*llm, None, None, d.origin), strict=True)))
+        for o in d.observations:
+            args = encode_arguments(o.call.arguments)
+            tool = (len(rows), None, "tool", o.call.name, None, None, o.call.name, o.call.id, args)
+            rows.append(dict(zip(_ROW_KEYS, (*tool, o.result, o.error, o.origin), strict=True)))
+    for row, d in zip(rows, _row_decisions(rollout), strict=True):
+        row.update(rollout=rollout.index, agent_name=d.agent, seed=d.seed)
+    return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA)
+
+
+_ROW_KEYS = (
+    "step",
+    "recorded_step",
+    "kind",
+    "name",
+    "input_messages",
+    "output",
+    "tool_name",
+    "tool_call_id",
+    "tool_args",
+    "tool_result",
+    "error",
+    "origin",
+)
+
+
+def _row_decisions(rollout: Rollout) -> list[ReplayedDecision]:
+    return [d for d in rollout.decisions for _ in range(1 + len(d.observations))]
+
+
+def _assert_same_table(rollout: Rollout, where: str) -> None:
+    table, plain = rollout_steps(rollout), _table_row_by_row(rollout)
+    assert table.schema == plain.schema, where
+    assert table.equals(plain, null_equal=True), where
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_rollout_table_is_the_row_by_row_table(name: str, tmp_path: Path) -> None:
+    """The table built column by column (each distinct message converted once, contexts
+    gathered in Polars) equals the plain row-by-row construction, on every fixture under
+    random plans."""
+    rng = random.Random(name)
+    for run in runs_in(FRAMEWORKS / name, tmp_path):
+        for plan in random_plans(run, rng, 4):
+            _assert_same_table(run_sync(replay(run, plan, random_env([]), rollout=1)), name)
+
+
+def test_rollout_table_keeps_null_empty_shared_and_repeated_contexts() -> None:
+    """Null and empty contexts, a shared context extended in place, a plain list repeating a
+    message, actions reused as context messages, tool rows and an empty rollout."""
+    system, user = Message("system", "s"), Message("user", "u")
+    act = Message("assistant", None, (ToolCall("f", {"x": 1.5, "y": [1, "é"]}, "c1"),))
+    obs = ReplayedObservation(ToolCall("f", {"x": 1.5}, "c1"), "r", None, "cassette")
+    failed = ReplayedObservation(ToolCall("g", "not json", None), None, "boom", "tool:t")
+    first = SharedContext([system, user], owner="o")
+    second = first.extended([act, obs.message("c1")], "o")
+    decisions = [
+        ReplayedDecision(0, 0, "a", "llm", first, act, [obs], "recorded", 5),
+        ReplayedDecision(1, 1, None, "llm", None, None, [], "policy:p", 6),
+        ReplayedDecision(2, 2, "a", "llm", [], Message("assistant", "done"), [], "recorded", 7),
+        ReplayedDecision(3, 3, "a", "llm", second, system, [obs, failed], "recorded", 7),
+        ReplayedDecision(4, None, "b", "llm", [user, user, system], act, [], "do", 8),
+        ReplayedDecision(5, 5, "a", "llm", first, user, [], "recorded", 9),  # shorter again
+    ]
+    for chosen in (decisions, decisions[1:3], decisions[1:2], [], decisions[3:]):
+        rollout = Rollout(3, 1, Plan(), chosen)
+        _assert_same_table(rollout, repr([d.index for d in chosen]))
+    assert second.starts_with(first) and not first.starts_with(second)
+    assert not second.starts_with([system, user]) and not second.starts_with(None)
 
 
 def test_a_function_outcome_still_gets_the_steps_table() -> None:

@@ -66,6 +66,16 @@ class SharedContext(Sequence[Message]):
     def __len__(self) -> int:
         return self._length
 
+    def starts_with(self, other: object) -> bool:
+        """Whether ``other`` is known, in O(1), to be this context's first ``len(other)``
+        messages, the same objects: a shared context on the same log, no longer than this
+        one. ``False`` says nothing (anything else is not compared)."""
+        return (
+            isinstance(other, SharedContext)
+            and other._log is self._log
+            and other._length <= self._length
+        )
+
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload

@@ -10,6 +10,7 @@ from that table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -24,7 +25,7 @@ from otelcar.messages import (
     survives_encoding,
 )
 from otelcar.outcome import Outcome, OutcomeError, RunEvent, judges_events, judges_process
-from otelcar.replay.contexts import ReplayedObservation
+from otelcar.replay.contexts import ReplayedObservation, SharedContext
 from otelcar.replay.harness import Rollout
 from otelcar.replay.recorded import RecordedRun
 
@@ -50,51 +51,135 @@ ROLLOUT_SCHEMA = pl.Schema(
 
 
 def rollout_steps(rollout: Rollout) -> pl.DataFrame:
-    """One row per decision and per tool call of the rollout, in order."""
-    rows: list[dict[str, Any]] = []
+    """One row per decision and per tool call of the rollout, in order.
+
+    Built column by column: each distinct message is converted to its table row once (and
+    remembered: held messages are the same objects in every rollout), and the contexts are
+    gathered from those rows in Polars, so the Python work grows with the rollout's messages,
+    not with the sum of its contexts' lengths."""
+    columns: dict[str, list[Any]] = {name: [] for name in ROLLOUT_SCHEMA}
+    contexts: list[Sequence[Message] | None] = []
+    outputs: list[Message | None] = []
     for decision in rollout.decisions:
-        rows.append(
-            {
-                "rollout": rollout.index,
-                "step": len(rows),
-                "recorded_step": decision.recorded_step,
-                "kind": "llm",
-                "name": decision.name,
-                "agent_name": decision.agent,
-                "input_messages": None
-                if decision.context is None
-                else [m.to_row() for m in decision.context],
-                "output": decision.action.to_row() if decision.action is not None else None,
-                "tool_name": None,
-                "tool_call_id": None,
-                "tool_args": None,
-                "tool_result": None,
-                "error": None,
-                "origin": decision.origin,
-                "seed": decision.seed,
-            }
+        _append_row(
+            columns,
+            (len(contexts), decision.recorded_step, "llm", decision.name, decision.agent),
+            (None, None, None, None, None),
+            (decision.origin, decision.seed),
         )
+        contexts.append(decision.context)
+        outputs.append(decision.action)
         for obs in decision.observations:
-            rows.append(
-                {
-                    "rollout": rollout.index,
-                    "step": len(rows),
-                    "recorded_step": None,
-                    "kind": "tool",
-                    "name": obs.call.name,
-                    "agent_name": decision.agent,
-                    "input_messages": None,
-                    "output": None,
-                    "tool_name": obs.call.name,
-                    "tool_call_id": obs.call.id,
-                    "tool_args": encode_arguments(obs.call.arguments),
-                    "tool_result": obs.result,
-                    "error": obs.error,
-                    "origin": obs.origin,
-                    "seed": decision.seed,
-                }
+            call = obs.call
+            _append_row(
+                columns,
+                (len(contexts), None, "tool", call.name, decision.agent),
+                (call.name, call.id, encode_arguments(call.arguments), obs.result, obs.error),
+                (obs.origin, decision.seed),
             )
-    return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA)
+            contexts.append(None)
+            outputs.append(None)
+    columns["rollout"] = [rollout.index] * len(contexts)
+    messages = _MessageColumns(contexts, outputs)
+    return pl.DataFrame(
+        [
+            messages.contexts()
+            if name == "input_messages"
+            else messages.outputs()
+            if name == "output"
+            else pl.Series(name, columns[name], dtype=dtype)
+            for name, dtype in ROLLOUT_SCHEMA.items()
+        ]
+    )
+
+
+_ROW_START = ("step", "recorded_step", "kind", "name", "agent_name")
+_TOOL_COLUMNS = ("tool_name", "tool_call_id", "tool_args", "tool_result", "error")
+
+
+def _append_row(
+    columns: dict[str, list[Any]],
+    start: tuple[Any, ...],
+    tool: tuple[Any, ...],
+    end: tuple[str, int],
+) -> None:
+    for name, value in zip(_ROW_START, start, strict=True):
+        columns[name].append(value)
+    for name, value in zip(_TOOL_COLUMNS, tool, strict=True):
+        columns[name].append(value)
+    columns["origin"].append(end[0])
+    columns["seed"].append(end[1])
+
+
+class _MessageColumns:
+    """The ``input_messages`` and ``output`` columns of one rollout's table: each distinct
+    message (by identity) converted to its table row once, into one Polars series both
+    columns are gathered from. ``contexts[r]``: row ``r``'s context (``None``: null);
+    ``outputs[r]``: its action (``None``: null)."""
+
+    def __init__(
+        self, contexts: list[Sequence[Message] | None], outputs: list[Message | None]
+    ) -> None:
+        self._index: dict[int, int] = {}
+        self._rows: list[dict[str, Any] | None] = [None]  # 0: null (a placeholder, a gap)
+        self._captured = [context is not None for context in contexts]
+        self._output_at = [0 if m is None else self._at(m) for m in outputs]
+        self._context_at = self._contexts_at(contexts)
+        self._series = pl.Series(self._rows, dtype=MESSAGE_DTYPE)
+
+    def _at(self, message: Message) -> int:
+        i = self._index.get(id(message))
+        if i is None:
+            i = self._index[id(message)] = len(self._rows)
+            self._rows.append(_TABLE_ROWS.get(message, Message.to_row))
+        return i
+
+    def _contexts_at(self, contexts: list[Sequence[Message] | None]) -> list[list[int]]:
+        """Each context's messages as indexes into the rows; a context that starts with the
+        previous one (:meth:`SharedContext.starts_with`) reuses its indexes, so only its new
+        messages are looked at."""
+        found: list[list[int]] = []
+        previous: Sequence[Message] | None = None
+        previous_at: list[int] = []
+        for context in contexts:
+            at: list[int] = []
+            if context is not None:
+                new: Sequence[Message] = context
+                if isinstance(context, SharedContext) and context.starts_with(previous):
+                    at = previous_at[:]
+                    new = context[len(at) :]
+                at.extend(self._at(message) for message in new)
+                previous, previous_at = context, at
+            found.append(at)
+        return found
+
+    def outputs(self) -> pl.Series:
+        return self._series.gather(self._output_at).rename("output")
+
+    def contexts(self) -> pl.Series:
+        """Every row gets a leading null placeholder, so the group-by keeps empty and null
+        rows in place; it is sliced off after."""
+        flat: list[int] = []
+        owners: list[int] = []
+        for r, at in enumerate(self._context_at):
+            flat.append(0)
+            flat.extend(at)
+            owners.extend([r] * (len(at) + 1))
+        lists = (
+            pl.DataFrame({"row": owners, "m": self._series.gather(flat)})
+            .group_by("row", maintain_order=True)
+            .agg(pl.col("m").slice(1))
+            .get_column("m")
+        )
+        missing = pl.Series([None] * len(self._captured), dtype=_CONTEXT_LISTS)
+        captured = pl.Series(self._captured, dtype=pl.Boolean)
+        return lists.zip_with(captured, missing).rename("input_messages")
+
+
+_CONTEXT_LISTS = pl.List(MESSAGE_DTYPE)
+#: Messages in their table rows, remembered: held messages (recorded contexts and actions)
+#: are the same objects in every rollout. Rows are only read (Polars copies them).
+_TABLE_ROWS: IdentityMemo[Message, dict[str, Any]] = IdentityMemo(1 << 15)
 
 
 #: Actions and calls in their table encoding, remembered: held and cached decisions are the
