@@ -39,8 +39,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, get_args
 
+from otelcar.attribution.context.documents import Level, PieceDocument
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
 from otelcar.replay.plan import (
@@ -54,7 +55,7 @@ from otelcar.replay.plan import (
 MARKER = "[content removed]"
 NEUTRAL = "This part contains no further information."
 FILLS = ("cut", "marker", "neutral", "empty")
-LEVELS = ("message", "item", "paragraph", "line", "sentence")
+LEVELS: tuple[str, ...] = get_args(Level)
 MIN_CHARS = 2
 JSON_TEXT_MIN = 40
 ABBREVIATIONS = frozenset(
@@ -110,7 +111,7 @@ class Piece:
             return False
         return self.span[0] <= other.span[0] and other.span[1] <= self.span[1]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PieceDocument:
         return {
             "label": self.label,
             "level": self.level,

@@ -6,14 +6,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelcar.attribution.context.pieces import Piece
+from otelcar.attribution.context.documents import (
+    WHY_VERSION,
+    CauseDocument,
+    TestDocument,
+    WhyDocument,
+)
+from otelcar.attribution.context.pieces import LEVELS, Piece
 from otelcar.attribution.experiment.contrast import unpaired
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.cost import policy_calls_text
-
-WHY_VERSION = 1
-WHY_VERDICTS = ("cause", "prerequisites-only", "no-cause", "not-reproduced", "too-rare")
-TEST_VERDICTS = ("confirmed", "not-confirmed", "screened-out", "no-samples")
 
 
 def _interval(value: Interval) -> list[float]:
@@ -73,7 +75,7 @@ class TestRecord:
         """Newcombe (1998, method 10) interval of the effect (independent samples)."""
         return unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence).interval
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TestDocument:
         return {
             "t": self.t,
             "purpose": self.purpose,
@@ -134,7 +136,7 @@ class Cause:
     def narrowed(self) -> bool:
         return any(p.level != "message" for p in self.parts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CauseDocument:
         test = self.test
         return {
             "kind": self.kind,
@@ -192,7 +194,7 @@ class Cause:
 
 
 def _depth(level: str) -> int:
-    return ("message", "item", "paragraph", "line", "sentence").index(level)
+    return LEVELS.index(level)
 
 
 @dataclass
@@ -278,7 +280,7 @@ class WhyResult:
             f"Cost: {calls}."
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> WhyDocument:
         base = wilson(self.base_bad, self.base_n, self.confidence)
         return {
             "version": WHY_VERSION,
