@@ -7,7 +7,7 @@ from typing import Any
 
 from otelcar.attribution.aggregate import AGGREGATE_VERSION, CLASSES, TRACE_STATUSES
 from otelcar.attribution.context.documents import WhyDocument
-from otelcar.attribution.fixes.result import FIX_KINDS, FIX_VERDICTS, FIX_VERSION
+from otelcar.attribution.fixes.documents import FixDocument
 from otelcar.report.documents import AttributionReportDocument
 from otelcar.typeschema import document_schema
 
@@ -29,115 +29,9 @@ def why_schema_document() -> dict[str, Any]:
 
 
 def fix_schema_document() -> dict[str, Any]:
-    """JSON Schema of ``otelcar fix --json`` (``schemas/fix.schema.json``)."""
-    interval = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-    number_or_null = {"type": ["number", "null"]}
-    verdict = {"enum": list(FIX_VERDICTS)}
-    check = {
-        "type": "object",
-        "required": ["bad", "n", "ci", "p", "p_adjusted", "verdict"],
-        "properties": {
-            "bad": {"type": "integer"},
-            "n": {"type": "integer"},
-            "rate": number_or_null,
-            "ci": interval,
-            "base_bad": {"type": "integer"},
-            "base_n": {"type": "integer"},
-            "difference": number_or_null,
-            "difference_ci": interval,
-            "p": {"type": "number"},
-            "p_adjusted": {"type": "number"},
-            "verdict": verdict,
-            "instead": {"type": "object"},
-            "alternative": {"type": ["string", "null"]},
-            "alternative_action": {
-                "type": ["object", "null"],
-                "description": "the most common good action under the fix, whole (a message "
-                "of schemas/message.schema.json)",
-            },
-            "lost": {
-                "type": "object",
-                "description": "re-decisions that errored, left out of the counts",
-                "properties": {"base": {"type": "integer"}, "arm": {"type": "integer"}},
-            },
-        },
-    }
-    forward = {
-        "type": "object",
-        "required": ["failed", "n", "base_failed", "base_n", "p", "p_adjusted", "verdict"],
-        "properties": {
-            "failed": {"type": "integer"},
-            "n": {"type": "integer"},
-            "rate": number_or_null,
-            "ci": interval,
-            "base_failed": {"type": "integer"},
-            "base_n": {"type": "integer"},
-            "base_rate": number_or_null,
-            "difference": number_or_null,
-            "difference_ci": interval,
-            "pairs": {"type": "object"},
-            "p": {"type": "number"},
-            "p_adjusted": {"type": "number"},
-            "verdict": verdict,
-            "errors": {"type": "array", "items": {"type": "string"}},
-            "rollouts": {"type": "integer"},
-            "rate_below_max": {"type": "boolean"},
-        },
-    }
-    candidate = {
-        "type": "object",
-        "required": ["name", "kind", "description", "plan", "verdict", "decision", "forward"],
-        "properties": {
-            "name": {"type": "string"},
-            "kind": {"enum": list(FIX_KINDS)},
-            "description": {"type": "string"},
-            "rule": {"type": ["string", "null"]},
-            "plan": {"type": "object"},
-            "forward_plan": {"type": ["object", "null"]},
-            "verdict": verdict,
-            "decision": {"oneOf": [check, {"type": "null"}]},
-            "forward": {"oneOf": [forward, {"type": "null"}]},
-        },
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "otelcar/fix.schema.json",
-        "title": "otelcar fix --json",
-        "type": "object",
-        "required": [
-            "version",
-            "kind",
-            "trace_id",
-            "step",
-            "base",
-            "headline",
-            "best",
-            "candidates",
-            "cost",
-        ],
-        "properties": {
-            "version": {"const": FIX_VERSION},
-            "kind": {"const": "fix"},
-            "trace_id": {"type": "string"},
-            "step": {"type": "integer"},
-            "decision": {"type": "string"},
-            "same": {"type": "string"},
-            "same_spec": {"type": "string"},
-            "cause": {"type": ["string", "null"]},
-            "cause_label": {"type": ["string", "null"]},
-            "base": {"type": "object"},
-            "headline": {"type": "string"},
-            "best": {"type": ["string", "null"]},
-            "candidates": {"type": "array", "items": candidate},
-            "max_rate": {"type": "number"},
-            "alpha": {"type": "number"},
-            "confidence": {"type": "number"},
-            "samples": {"type": "integer"},
-            "outcome": {"type": ["string", "null"]},
-            "cost": {"type": "object"},
-            "notes": {"type": "array", "items": {"type": "string"}},
-        },
-    }
+    """JSON Schema of ``otelcar fix --json`` (``schemas/fix.schema.json``), generated from
+    :class:`~otelcar.attribution.fixes.documents.FixDocument`."""
+    return document_schema(FixDocument, name="fix.schema.json", title="otelcar fix --json")
 
 
 def aggregate_schema_document() -> dict[str, Any]:

@@ -6,16 +6,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otelcar.attribution.experiment.contrast import Pairs, paired, unpaired
+from otelcar.attribution.fixes.documents import (
+    FIX_VERSION,
+    CandidateDocument,
+    DecisionCheckDocument,
+    FixDocument,
+    ForwardCheckDocument,
+)
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.cost import policy_calls_text
 from otelcar.messages import Message
 
 if TYPE_CHECKING:
     from otelcar.attribution.context.result import WhyResult
-
-FIX_VERSION = 1
-FIX_KINDS = ("untrusted", "guard", "both", "source", "forced")
-FIX_VERDICTS = ("PASS", "PART", "FAIL", "UNTESTED")
 
 
 def _interval(value: Interval) -> list[float]:
@@ -54,7 +57,7 @@ class DecisionCheck:
         """Newcombe interval of (base rate − fixed rate), independent samples."""
         return unpaired(self.bad, self.n, self.base_bad, self.base_n, self.confidence).interval
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DecisionCheckDocument:
         base = self.base_bad / self.base_n if self.base_n else None
         return {
             "bad": self.bad,
@@ -111,7 +114,7 @@ class ForwardCheck:
         both, only_fixed, only_base, neither = self.pairs
         return paired(Pairs(both, only_base, only_fixed, neither), self.confidence).interval
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ForwardCheckDocument:
         return {
             "failed": self.failed,
             "n": self.n,
@@ -154,7 +157,7 @@ class FixCandidate:
             return self.decision.verdict
         return self.forward.verdict if self.forward is not None else "UNTESTED"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CandidateDocument:
         return {
             "name": self.name,
             "kind": self.kind,
@@ -232,7 +235,7 @@ class FixResult:
             )
         return f"{text}. Cost: {calls}."
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FixDocument:
         return {
             "version": FIX_VERSION,
             "kind": "fix",
