@@ -40,6 +40,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from scipy import stats
 
+from otelcar.attribution.aggregate_documents import (
+    AGGREGATE_VERSION,
+    CLASSES,
+    TRACE_STATUSES,
+    AggregateDocument,
+    StepStatsDocument,
+    TraceVerdictDocument,
+)
 from otelcar.attribution.stats import holm, wilson
 from otelcar.attribution.steps.attribute import attribute_async
 from otelcar.cost import policy_calls_text
@@ -57,10 +65,6 @@ if TYPE_CHECKING:
 #: :func:`attribute_traces_async`): it returns the run to attribute, or raises an
 #: :class:`~otelcar.errors.OtelcarError` that skips the trace with its message as the reason.
 Prepare = Callable[["RecordedRun"], Awaitable["RecordedRun"]]
-
-AGGREGATE_VERSION = 1
-CLASSES = ("design flaw", "suspect", "bad luck", "not blamed")
-TRACE_STATUSES = ("attributed", "passed", "skipped")
 
 
 # -- identities -------------------------------------------------------------------------------
@@ -104,7 +108,7 @@ class TraceVerdict:
     decisions: dict[str, int] = field(default_factory=dict)  # identity → decision steps
     cost: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TraceVerdictDocument:
         return {
             "trace_id": self.trace_id,
             "status": self.status,
@@ -340,7 +344,7 @@ class StepStats:
     effect_traces: int  # traces with an effect estimate for this identity
     classification: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StepStatsDocument:
         return {
             "identity": self.identity,
             "traces": self.traces,
@@ -420,7 +424,7 @@ class AggregateResult:
             f"above chance)" + tail + "."
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AggregateDocument:
         return {
             "version": AGGREGATE_VERSION,
             "kind": "aggregate",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from otelcar.attribution.aggregate import AGGREGATE_VERSION
+from otelcar.attribution.aggregate_documents import AGGREGATE_VERSION
 from otelcar.attribution.steps.documents import RESULT_VERSION
 from otelcar.errors import OtelcarError
 from otelcar.replay.divergence import DIFF_VERSION
