@@ -32,6 +32,7 @@ a rollout builds no table. An outcome whose ``judges_events`` is true offers
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -197,6 +198,11 @@ class FinalAnswer(_EventOutcome):
         if (self.pattern is None) == (self.contains is None):
             raise OutcomeError("final_answer needs exactly one of 'pattern' or 'contains'")
 
+    @functools.cached_property
+    def _regex(self) -> re.Pattern[str]:
+        """The pattern compiled once per outcome, not once per judged rollout."""
+        return re.compile(self.pattern or "")
+
     def describe(self) -> str:
         what = (
             f"matches /{self.pattern}/"
@@ -208,7 +214,7 @@ class FinalAnswer(_EventOutcome):
     async def failed_on(self, events: list[RunEvent]) -> bool:
         answer = final_answer(events) or ""
         if self.pattern is not None:
-            hit = re.search(self.pattern, answer) is not None
+            hit = self._regex.search(answer) is not None
         else:
             hit = (self.contains or "") in answer
         return not hit if self.negate else hit
@@ -325,6 +331,11 @@ class OutputLine(_ProcessOutcome):
         except re.error as exc:
             raise OutcomeError(f"output_line: pattern {self.pattern!r}: {exc}") from None
 
+    @functools.cached_property
+    def _regex(self) -> re.Pattern[str]:
+        """The pattern compiled once per outcome, not once per judged rollout."""
+        return re.compile(self.pattern)
+
     def describe(self) -> str:
         return (
             f"{'no' if self.negate else 'a'} line of the agent's {self.stream} matches "
@@ -333,7 +344,7 @@ class OutputLine(_ProcessOutcome):
 
     def failed_on_process(self, process: ProcessEnd) -> bool:
         text = process.stdout_tail if self.stream == "stdout" else process.stderr_tail
-        regex = re.compile(self.pattern)
+        regex = self._regex
         hit = any(regex.search(line) for line in text.splitlines())
         return not hit if self.negate else hit
 

@@ -75,6 +75,26 @@ def test_process_outcomes_read_the_exit_status_and_the_output_lines() -> None:
         ExitStatus().failed_on_process(ended(None))
 
 
+def test_an_output_line_pattern_is_compiled_once_per_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Judging many rollouts compiles the pattern once (not once per rollout); the outcome
+    still equals, hashes and pickles as its fields say."""
+    import pickle
+    import re
+
+    compiled: list[str] = []
+    real = re.compile
+    monkeypatch.setattr(re, "compile", lambda p, *a: compiled.append(p) or real(p, *a))
+    outcome = outcome_from_config(PRINTED)
+    compiled.clear()  # the check of the pattern when the outcome is made
+    judged = [outcome.failed_on_process(ended(0, f"{i}\nCHECK FAILED: {i}")) for i in range(5)]
+    assert judged == [True] * 5 and compiled == [PRINTED["pattern"]]
+    again = pickle.loads(pickle.dumps(outcome))
+    assert again == outcome == outcome_from_config(PRINTED)
+    assert hash(again) == hash(outcome) and again.failed_on_process(ended(0, "CHECK FAILED"))
+
+
 async def _failed(spec: dict[str, Any], process: AgentRun) -> bool:
     return bool(outcome_from_config(spec).failed_on_process(process))  # type: ignore[attr-defined]
 
