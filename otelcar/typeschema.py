@@ -13,8 +13,9 @@ as ``TypedDict`` classes, and their schemas (``schemas/*.schema.json``) are deri
   where T has no plain ``type``); other unions → ``anyOf``;
 - a ``TypedDict`` → an object with its keys as ``properties`` in declaration order and its
   required keys (``total``, ``Required``, ``NotRequired``) as ``required``; a key annotated
-  ``Annotated[T, Doc("…")]`` gets that description, and ``Annotated[T, Extra(...)]`` merges
-  further keywords into T's schema;
+  ``Annotated[T, Doc("…")]`` gets that description, ``Annotated[T, Extra(...)]`` merges
+  further keywords into T's schema, and ``Annotated[T, Ref("file.schema.json")]`` refers to
+  another contract file's schema instead;
 - ``Any`` → ``{}`` (any value).
 
 Anything else raises :class:`TypeError`, so an undeclared shape cannot slip into a schema.
@@ -46,6 +47,14 @@ class Doc:
 
 
 @dataclass(frozen=True)
+class Ref:
+    """``Annotated[T, Ref("message.schema.json")]``: T's schema is that other schema
+    (``{"$ref": …}``), for a value another contract file describes."""
+
+    target: str
+
+
+@dataclass(frozen=True)
 class Extra:
     """``Annotated[T, Extra(minimum=0)]``: further JSON Schema keywords for T's schema."""
 
@@ -66,7 +75,8 @@ def json_schema(tp: Any) -> dict[str, Any]:
         return _typed_dict(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
-        schema = json_schema(args[0])
+        refs = [a.target for a in args[1:] if isinstance(a, Ref)]
+        schema = {"$ref": refs[0]} if refs else json_schema(args[0])
         for extra in args[1:]:
             if isinstance(extra, Doc):
                 schema["description"] = extra.text

@@ -21,6 +21,15 @@ from typing import Any
 
 from otelcar.messages import Message, describe_action
 from otelcar.replay.recorded import RecordedRun, same_message
+from otelcar.replay.timeline_documents import (
+    DIFF_VERSION,
+    ContextDiffDocument,
+    DiffDocument,
+    PartingDocument,
+    PathDiffDocument,
+    RunDocument,
+    StepDiffDocument,
+)
 from otelcar.replay.timelines import (
     PathDecision,
     PathObservation,
@@ -30,7 +39,6 @@ from otelcar.replay.timelines import (
     load_timeline,
 )
 
-DIFF_VERSION = 1
 RECORDED = "recorded"
 
 
@@ -79,7 +87,7 @@ class ContextChange:
             f"{len(self.a_only)} only in A, {len(self.b_only)} only in B"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ContextDiffDocument:
         return {
             "status": self.status,
             "shared": self.shared,
@@ -130,7 +138,7 @@ class StepDiff:
             return "action"
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StepDiffDocument:
         return {
             "index": self.index,
             "parts": self.parts,
@@ -154,7 +162,7 @@ class PathDiff:
         """The first position where the runs differ (None: they never part)."""
         return next((s for s in self.steps if s.parts is not None), None)
 
-    def to_dict(self, *, shared_steps: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, shared_steps: bool = False) -> PathDiffDocument:
         """JSON: where they part, then each position from there on (every position with
         ``shared_steps``), and how each run ended."""
         parted = self.parted
@@ -169,7 +177,7 @@ class PathDiff:
         }
 
 
-def _run_dict(path: RunPath) -> dict[str, Any]:
+def _run_dict(path: RunPath) -> RunDocument:
     return {
         "label": path.label,
         "decisions": len(path.decisions),
@@ -219,7 +227,7 @@ class RolloutParting:
     failed: bool | None
     status: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PartingDocument:
         return {
             "rollout": self.rollout,
             "parted_at": self.parted_at,
@@ -276,7 +284,7 @@ class TimelineDiff:
         """Rollouts per decision where they parted (None: never)."""
         return Counter(r.parted_at for r in self.rollouts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DiffDocument:
         judged = [r for r in self.rollouts if r.failed is not None]
         return {
             "version": DIFF_VERSION,

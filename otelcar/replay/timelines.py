@@ -40,12 +40,19 @@ from otelcar.errors import OtelcarError
 from otelcar.messages import Message, decode_arguments, describe_action
 from otelcar.replay.engine import RolloutSet
 from otelcar.replay.rollout_table import ROLLOUT_SCHEMA
+from otelcar.replay.timeline_documents import (
+    NAME_PATTERN,
+    TIMELINE_VERSION,
+    DecisionDocument,
+    RolloutRecordDocument,
+    TimelineInfoDocument,
+    TimelinesListDocument,
+)
 from otelcar.schema import STEPS_SCHEMA
 from otelcar.version import __version__
 
-TIMELINE_VERSION = 1
 #: What a timeline may be called: a letter or digit, then letters, digits, ``.``, ``_``, ``-``.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(NAME_PATTERN)
 _SAFE_TRACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 INFO_FILE = "timeline.json"
 STEPS_FILE = "steps.parquet"
@@ -97,7 +104,7 @@ class RolloutRecord:
     error: str | None = None
     own_trace: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RolloutRecordDocument:
         return {
             "rollout": self.rollout,
             "status": self.status,
@@ -142,7 +149,7 @@ class TimelineInfo:
         kept = ", ".join(str(r.rollout) for r in self.rollouts) or "none"
         raise TimelineError(f"timeline {self.name!r} has no rollout {index} (kept: {kept})")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TimelineInfoDocument:
         return {
             "version": TIMELINE_VERSION,
             "kind": "timeline",
@@ -224,10 +231,10 @@ class PathDecision:
     observations: tuple[PathObservation, ...]
     origin: str
 
-    def to_dict(self, *, context: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, context: bool = False) -> DecisionDocument:
         """JSON: where it was, what it did (``action_text``: one line), what its calls
         returned; the whole context too with ``context`` (else its length)."""
-        out: dict[str, Any] = {
+        out: DecisionDocument = {
             "index": self.index,
             "recorded_step": self.recorded_step,
             "name": self.name,
@@ -431,7 +438,7 @@ def _read_info(folder: Path) -> TimelineInfo:
         raise TimelineError(f"timeline {folder.name!r} ({folder}) is damaged: {exc}") from None
 
 
-def timelines_document(store_root: str | Path, trace_id: str) -> dict[str, Any]:
+def timelines_document(store_root: str | Path, trace_id: str) -> TimelinesListDocument:
     """The timelines kept for ``trace_id`` as ``schemas/timelines-list.schema.json``:
     ``{"trace_id", "timelines", "problems"}`` (what ``otelcar timelines --json`` prints and the
     MCP tool ``list_timelines`` returns)."""

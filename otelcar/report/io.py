@@ -9,7 +9,7 @@ from typing import Any
 from otelcar.attribution.aggregate_documents import AGGREGATE_VERSION
 from otelcar.attribution.steps.documents import RESULT_VERSION
 from otelcar.errors import OtelcarError
-from otelcar.replay.divergence import DIFF_VERSION
+from otelcar.replay.timeline_documents import DIFF_VERSION
 
 # kind → the version this otelcar writes and reads; kinds not listed (why, fix, …) are read
 # whatever their version, as optional parts of a report.
