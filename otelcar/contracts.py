@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from otelcar.project_config import config_schema_document
-from otelcar.report.pairs_schema import pairs_schema_document
 from otelcar.report.schemas import (
     aggregate_schema_document,
     attribution_schema_document,
     fix_schema_document,
+    pairs_schema_document,
     why_schema_document,
 )
 from otelcar.report.timeline_schemas import (

@@ -25,6 +25,7 @@ Pure: the standard library only, importable from every layer.
 from __future__ import annotations
 
 import collections.abc
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -56,12 +57,17 @@ class Ref:
 
 @dataclass(frozen=True)
 class Extra:
-    """``Annotated[T, Extra(minimum=0)]``: further JSON Schema keywords for T's schema."""
+    """``Annotated[T, Extra(minimum=0)]``: further JSON Schema keywords for T's schema (kept
+    as JSON text, so that the annotation stays hashable as ``typing`` needs)."""
 
-    items: tuple[tuple[str, Any], ...] = ()
+    text: str = "{}"
 
     def __init__(self, **keywords: Any) -> None:
-        object.__setattr__(self, "items", tuple(keywords.items()))
+        object.__setattr__(self, "text", json.dumps(keywords))
+
+    @property
+    def keywords(self) -> dict[str, Any]:
+        return json.loads(self.text)
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
@@ -81,7 +87,7 @@ def json_schema(tp: Any) -> dict[str, Any]:
             if isinstance(extra, Doc):
                 schema["description"] = extra.text
             elif isinstance(extra, Extra):
-                schema.update(extra.items)
+                schema.update(extra.keywords)
         return schema
     if origin is Literal:
         values = list(args)

@@ -42,6 +42,7 @@ from typing import Any
 
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.faithfulness import same_action
+from otelcar.attribution.pairs_documents import PAIRS_VERSION, ChatLine, DpoLine, OtelcarLine
 from otelcar.attribution.stats import fisher_exact_greater, holm
 from otelcar.attribution.steps.curve import curve_plans
 from otelcar.errors import OtelcarError
@@ -55,7 +56,6 @@ from otelcar.replay.plan import Do, Plan
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
 from otelcar.sync import synchronous
 
-PAIRS_VERSION = 1
 FORMATS = ("otelcar", "dpo", "chat")
 #: The seed stage of the fresh rollouts an attribution's pairs are tested on.
 PAIRS_STAGE = "pairs"
@@ -81,7 +81,7 @@ class PreferencePair:
     chosen: Message
     evidence: dict[str, Any]
 
-    def to_line(self, fmt: str = "otelcar") -> dict[str, Any]:
+    def to_line(self, fmt: str = "otelcar") -> OtelcarLine | DpoLine | ChatLine:
         """The pair as one JSON line of format ``fmt`` (:data:`FORMATS`)."""
         messages = to_openai_messages(self.messages, self.agent)
         tools = to_openai_tools(self.tools) or []

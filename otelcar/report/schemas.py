@@ -8,6 +8,7 @@ from typing import Any
 from otelcar.attribution.aggregate_documents import AggregateDocument
 from otelcar.attribution.context.documents import WhyDocument
 from otelcar.attribution.fixes.documents import FixDocument
+from otelcar.attribution.pairs_documents import PairLine
 from otelcar.report.documents import AttributionReportDocument
 from otelcar.typeschema import document_schema
 
@@ -39,4 +40,15 @@ def aggregate_schema_document() -> dict[str, Any]:
     generated from :class:`~otelcar.attribution.aggregate_documents.AggregateDocument`."""
     return document_schema(
         AggregateDocument, name="aggregate.schema.json", title="otelcar aggregate --json"
+    )
+
+
+def pairs_schema_document() -> dict[str, Any]:
+    """JSON Schema of one line of ``otelcar export pairs`` in any ``--format``
+    (``schemas/pairs.schema.json``), generated from
+    :data:`~otelcar.attribution.pairs_documents.PairLine`."""
+    return document_schema(
+        PairLine,
+        name="pairs.schema.json",
+        title="otelcar preference pair (one JSONL line of `otelcar export pairs`)",
     )
