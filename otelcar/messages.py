@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import polars as pl
 
 from otelcar.identity import IdentityMemo
 from otelcar.ingest.jsontext import loads_value
+from otelcar.typeschema import Doc, Extra
 
 Arguments = dict[str, Any] | str | None
 
@@ -43,6 +44,31 @@ MESSAGE_DTYPE = pl.Struct(
         "reasoning": pl.String,
     }
 )
+
+
+class ToolCallDocument(TypedDict):
+    """One tool call of a message, its arguments decoded."""
+
+    id: str | None
+    name: str | None
+    arguments: Annotated[
+        dict[str, Any] | str | None,
+        Doc(
+            "a JSON object, or the raw string when the model's arguments were not a JSON "
+            "object; null when not captured"
+        ),
+    ]
+
+
+class MessageDocument(TypedDict):
+    """A normalized message: one shape for every GenAI dialect."""
+
+    role: Annotated[str, Doc("system | user | assistant | tool | an agent's name")]
+    content: str | None
+    tool_calls: list[Annotated[ToolCallDocument, Extra(additionalProperties=False)]]
+    tool_call_id: str | None
+    name: str | None
+    reasoning: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +116,7 @@ class Message:
             "reasoning": self.reasoning,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MessageDocument:
         """Plain JSON-able dict with ``arguments`` decoded (``schemas/message.schema.json``)."""
         return {
             "role": self.role,

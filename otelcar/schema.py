@@ -6,11 +6,12 @@ module (``python -m otelcar.schema schemas/``) and a test checks they match the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import polars as pl
 
-from otelcar.messages import MESSAGE_DTYPE
+from otelcar.messages import MESSAGE_DTYPE, MessageDocument
+from otelcar.typeschema import Extra, document_schema
 
 SCHEMA_VERSION = 1
 
@@ -245,43 +246,13 @@ def steps_schema_document() -> dict[str, Any]:
 
 
 def message_schema_document() -> dict[str, Any]:
-    """JSON Schema of one normalized message (``schemas/message.schema.json``)."""
-    nullable_string = {"type": ["string", "null"]}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "otelcar/message.schema.json",
-        "title": "otelcar normalized message",
-        "type": "object",
-        "required": ["role", "content", "tool_calls", "tool_call_id", "name", "reasoning"],
-        "additionalProperties": False,
-        "properties": {
-            "role": {
-                "type": "string",
-                "description": "system | user | assistant | tool | an agent's name",
-            },
-            "content": nullable_string,
-            "tool_calls": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "name", "arguments"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "id": nullable_string,
-                        "name": nullable_string,
-                        "arguments": {
-                            "description": "a JSON object, or the raw string when the model's "
-                            "arguments were not a JSON object; null when not captured",
-                            "type": ["object", "string", "null"],
-                        },
-                    },
-                },
-            },
-            "tool_call_id": nullable_string,
-            "name": nullable_string,
-            "reasoning": nullable_string,
-        },
-    }
+    """JSON Schema of one normalized message (``schemas/message.schema.json``), generated
+    from :class:`~otelcar.messages.MessageDocument`."""
+    return document_schema(
+        Annotated[MessageDocument, Extra(additionalProperties=False)],
+        name="message.schema.json",
+        title="otelcar normalized message",
+    )
 
 
 _JSON_TYPES = {
