@@ -2,9 +2,9 @@
 not know — a tool policy's key, an outcome's tool or argument — are errors before anything
 runs, with the names the trace does know and a did-you-mean.
 
-Every front end that loads a run with a project config calls :func:`check_config_fits` once
-the run and the outcome are settled: the CLI (:func:`otelcar.cli.common.run_and_config`),
-the MCP server (:mod:`otelcar.mcp.runs`) and the web console (:mod:`otelcar.ui.runs`).
+Every front end readies a run with :func:`otelcar.analyses.prepare`, which calls
+:func:`check_config_fits` once the run and the outcome are settled: the CLI, the MCP server
+(:mod:`otelcar.mcp.runs`) and the web console (:mod:`otelcar.ui.runs`) alike.
 
 **What the trace knows.** Its tools are the ones its decisions called, its tool steps ran,
 and its requests defined (recorded with a decision, or declared in ``[agent.tools]``). A

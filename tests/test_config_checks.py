@@ -163,7 +163,8 @@ def test_a_passing_run_says_which_outcome_names_it_never_used(tmp_path: Path):
 
 
 def test_the_mcp_server_and_the_console_refuse_it_too(tmp_path: Path):
-    from otelcar.mcp.runs import RunContext, _prepare
+    from otelcar.analyses import prepare
+    from otelcar.mcp.runs import RunContext
     from otelcar.store import Store
     from otelcar.ui.runs import RunManager
 
@@ -171,12 +172,9 @@ def test_the_mcp_server_and_the_console_refuse_it_too(tmp_path: Path):
     config.write_text(config.read_text() + TYPO)
     context = RunContext(tmp_path / "store", config)
     with pytest.raises(ConfigMismatch, match="did you mean 'tool:lookup_order'"):
-        _prepare(context, NEW_CONTENT[:8], None)
-    store = Store(tmp_path / "store")
+        prepare(context.project, NEW_CONTENT[:8])
     manager = RunManager(
-        tmp_path / "runs",
-        load_trace=lambda t: (store.resolve(t), store.steps(store.resolve(t))),
-        config_path=config,
+        tmp_path / "runs", open_source=lambda: Store(tmp_path / "store"), config_path=config
     )
     run = manager.start("why", NEW_CONTENT[:8], {"step": "4"})
     manager._threads[run.id].join(timeout=60)

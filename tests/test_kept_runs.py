@@ -16,6 +16,7 @@ from otelcar.kept_runs import (
     save_run,
 )
 from otelcar.mcp import results
+from otelcar.store import Store
 from otelcar.ui.runs import Run, RunManager
 
 
@@ -33,7 +34,7 @@ def test_ids_are_made_and_checked_here(tmp_path: Path) -> None:
 
 def test_a_console_run_is_listed_and_read_by_the_mcp_server(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    manager = RunManager(runs_dir(store), load_trace=lambda t: (t, None))
+    manager = RunManager(runs_dir(store), open_source=lambda: Store(store))
     ui_run = Run(new_run_id("attribute"), "attribute", "ab" * 16, {"rollouts": 8})
     ui_run.status, ui_run.finished = "done", ui_run.started + 1
     ui_run.result = {"verdict": "culprit", "culprit": 4, "question": "failure", "cost": {}}

@@ -34,6 +34,7 @@ from otelcar.store.live_requests import FOLDER, LiveRequestStore
 from otelcar.sync import run_sync
 from tests.conftest import ROOT
 from tests.helpers.agents import OUTCOMES, Recorded, Seeing
+from tests.helpers.sources import StepsSource
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 STEPS = {
@@ -314,7 +315,9 @@ def test_the_console_and_the_mcp_server_use_the_stores_kept_requests(
     config.live_requests = None  # as otelcar.toml loads it: the console sets the store's
     monkeypatch.setattr("otelcar.project_config.load_config", lambda path=None: config)
     manager = RunManager(
-        tmp_path / "runs", load_trace=lambda t: (t, cleanup.steps), store_root=store
+        tmp_path / "runs",
+        open_source=lambda: StepsSource(run.trace_id, cleanup.steps),
+        store_root=store,
     )
     started = manager.start("why", run.trace_id, {"step": run.decisions[2].step, "samples": 2})
     ended = manager.wait(started.id, timeout_s=120)

@@ -3,6 +3,9 @@
 
 - :mod:`.requests`: the frozen request type of each analysis, every option declared once
   (:mod:`.options`); the front ends' options, tool arguments and forms are made from them.
+- :mod:`.project`: :func:`prepare` of a trace and a request in a :class:`Project` (where a
+  front end reads): the run, the project configuration and the environment, for the local
+  store and every source alike.
 - :mod:`.runs`: :func:`run` of a request, and the coroutine functions it calls, with the
   defaults of the project's ``otelcar.toml`` filled in.
 - :mod:`.live`: the run made ready for live replay on the user's agent.
@@ -22,6 +25,18 @@ _WHERE = {
         ("kept_ready", "live_check", "live_prepared", "live_ready", "live_rollouts"), "live"
     ),
     **dict.fromkeys(("Option", "Request", "RequestError", "Spec", "option", "specs"), "options"),
+    **dict.fromkeys(
+        (
+            "BudgetRefused",
+            "Prepared",
+            "Project",
+            "configured",
+            "has_outcome",
+            "load_trace",
+            "prepare",
+        ),
+        "project",
+    ),
     **dict.fromkeys(
         (
             "POLICY_CHECK_SAMPLES",

@@ -1,5 +1,6 @@
-"""What every ``otelcar`` command shares: the consoles, JSON output, the store, loading a
-trace with its project config, and the one place errors become ``error:`` lines.
+"""What every ``otelcar`` command shares: the consoles, JSON output, the store, where traces
+are read and a run readied (:mod:`otelcar.analyses.project`), and the one place errors
+become ``error:`` lines.
 
 Light on purpose: it imports click only, so that ``otelcar --version`` and ``--help`` start
 fast; rich, polars and the library load inside the functions, when a command runs.
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
+    from otelcar.analyses.options import Request
+    from otelcar.analyses.project import Prepared, Project
     from otelcar.store import Store
 
 
@@ -70,75 +73,46 @@ def open_store(ctx: click.Context, *, create: bool = False) -> Store:
     return Store(ctx.obj["store"], create=create)
 
 
-def open_traces(ctx: click.Context, configured: Any) -> Any:
-    """Where the command reads traces: the source of ``--source`` or of the ``configured``
-    :class:`~otelcar.sources.SourceSettings` when either is set, else the local store; both
-    are :class:`~otelcar.sources.TraceSource` (use as a context manager)."""
-    from otelcar.cli.options import chosen_source
+def project(ctx: click.Context, config_path: Path | None = None) -> Project:
+    """Where the command reads (:class:`otelcar.analyses.Project`): the store of ``--store``
+    (or ``$OTELCAR_HOME``), ``config_path`` (default: ./otelcar.toml when present) and the
+    URL of ``--source``, which replaces ``[source] url``."""
+    from otelcar.analyses.project import Project
 
-    settings = chosen_source(ctx, configured)
-    if settings is None:
-        return open_store(ctx)
-    from otelcar.sources import open_source
-
-    return open_source(settings)
+    return Project(ctx.obj["store"], config_path, source_url=(ctx.obj or {}).get("source"))
 
 
-def load_trace(ctx: click.Context, trace_id: str, configured: Any) -> tuple[str, Any, dict]:
-    """``(full id, steps, trace summary row)`` of one trace, from :func:`open_traces`."""
-    with open_traces(ctx, configured) as source:
-        loaded = source.load(trace_id)
-    return loaded.trace_id, loaded.steps, loaded.summary
-
-
-def run_and_config(
+def prepared(
     ctx: click.Context,
     trace_id: str,
     config_path: Path | None,
+    request: Request | None = None,
     *,
     fail_if: tuple[str, ...] = (),
-    require_outcome: bool = False,
     agent: str | None = None,
     executor: str | None = None,
-) -> tuple:
-    """``(recorded run, project config, steps)`` of one trace, with ``config_path`` (default:
-    ./otelcar.toml when present) and its ``[source]``. ``fail_if``: the ``--fail-if`` rules
-    that replace the config's outcome; ``require_outcome``: refuse to go on without one.
+) -> Prepared:
+    """:func:`otelcar.analyses.prepare` of ``trace_id`` for ``request`` in the command's
+    :func:`project`, with the ``--fail-if`` rules as the outcome (they replace
+    ``[outcome]``) and ``--agent CMD``; ``--executor`` with an agent command is refused
+    (:func:`refuse_executor`)."""
+    from otelcar.analyses.project import prepare
+    from otelcar.cli.options import fail_if_outcome
 
-    The config must fit the trace: a tool-policy key, an outcome tool or an outcome argument
-    the trace cannot have is a :class:`~otelcar.config_checks.ConfigMismatch`, raised before
-    anything runs (:func:`otelcar.config_checks.check_config_fits`). The config keeps live
-    requests in the store (``config.live_requests``): a passing live check keeps the agent's
-    requests there, and an analysis without an agent command reads them
-    (:func:`otelcar.analyses.live_ready`).
-
-    ``agent``: ``--agent CMD`` and ``executor``: ``--executor``, as :func:`use_agent` takes
-    them."""
-    from otelcar.cli.options import apply_fail_if
-    from otelcar.config_checks import check_config_fits
-    from otelcar.project_config import load_config
-    from otelcar.replay import load_run
-    from otelcar.store.live_requests import LiveRequestStore
-
-    config = load_config(config_path)
-    config.live_requests = LiveRequestStore(ctx.obj["store"])
-    full_id, steps, _ = load_trace(ctx, trace_id, config.source)
-    run = load_run(full_id, steps, config.agent)
-    use_agent(config, agent, executor)
-    apply_fail_if(config, fail_if, required=require_outcome)
-    check_config_fits(run, config)
-    return run, config, steps
+    ready = prepare(
+        project(ctx, config_path),
+        trace_id,
+        request,
+        agent=agent,
+        outcome=fail_if_outcome(fail_if),
+    )
+    refuse_executor(ready.config, executor)
+    return ready
 
 
-def use_agent(config: Any, agent: str | None, executor: str | None) -> None:
-    """``--agent CMD`` into ``config`` (:func:`otelcar.project_config.with_agent_command`:
-    it replaces ``[agent] command``, keeping its ``cwd``, ``env``, ``timeout_s`` and
-    ``concurrency``). With an agent command, rollouts run on the user's agent, so
-    ``executor`` (``--executor``) is refused."""
-    if agent is not None:
-        from otelcar.project_config import with_agent_command
-
-        with_agent_command(config, agent)
+def refuse_executor(config: Any, executor: str | None) -> None:
+    """With an agent command (``--agent CMD`` or ``[agent] command``), rollouts run on the
+    user's agent, so ``executor`` (``--executor``) is refused."""
     if config.agent_command is not None and executor is not None:
         raise click.UsageError(
             "--agent (or [agent] command) runs every rollout on your agent: leave out --executor"

@@ -12,7 +12,7 @@ import click
 from rich.progress import BarColumn, TextColumn
 
 from otelcar.analyses.requests import PairsRequest
-from otelcar.cli.common import console, run_and_config, stderr_progress
+from otelcar.cli.common import console, prepared, stderr_progress
 from otelcar.cli.options import config_option, fail_if_option, request_options, source_option
 
 
@@ -101,9 +101,8 @@ def pairs_command(
     spent: dict[str, int] = {}
     for path, doc in documents:
         fresh = needs_rollouts(doc)
-        run, config, _ = run_and_config(
-            ctx, doc["trace_id"], config_path, fail_if=fail_if if fresh else ()
-        )
+        ready = prepared(ctx, doc["trace_id"], config_path, fail_if=fail_if if fresh else ())
+        run, config = ready.run, ready.config
         if fresh and config.outcome is None:
             raise click.UsageError(
                 f"{path}: pairs from an attribution are tested on fresh rollouts, judged "

@@ -16,9 +16,8 @@ from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingCo
 from otelcar.cli.common import (
     console,
     emit_json,
-    load_trace,
     open_store,
-    open_traces,
+    project,
     stderr_progress,
 )
 from otelcar.cli.options import (
@@ -86,8 +85,13 @@ def import_command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_jso
 
 @click.command("traces")
 @click.option("--service", help="Only traces of this service.")
-@click.option("--since", type=TimeParam(), help="Only traces started at or after (ISO 8601, 6h).")
-@click.option("--until", type=TimeParam(), help="Only traces started before (ISO 8601, 30m).")
+@click.option(
+    "--since",
+    type=TimeParam(),
+    help="Only traces started at or after: ISO 8601 (2026-11-01, 2026-11-01T12:00Z) or an age "
+    "(30m, 1.5h, 7d, 2w).",
+)
+@click.option("--until", type=TimeParam(), help="Only traces started before (as --since).")
 @click.option(
     "--limit",
     type=int,
@@ -126,7 +130,7 @@ def traces_command(
     judging = load_judging_config(config_path)
     settings = judging.source if judging is not None else load_source(config_path)
     verdicts: dict[str, str] | None = None
-    with open_traces(ctx, settings) as source:
+    with project(ctx).open_traces(settings) as source:
         traces = source.traces(wanted)
         pending = source.pending_bytes() if hasattr(source, "pending_bytes") else 0
         if judging is not None:
@@ -224,7 +228,8 @@ def show_command(
 
     if (rollout is not None or own_trace) and timeline_name is None:
         raise click.UsageError("--rollout and --own-trace go with --timeline NAME")
-    full_id, steps, row = load_trace(ctx, trace_id, load_source(config_path))
+    loaded = project(ctx).load(trace_id, load_source(config_path))
+    full_id, steps, row = loaded.trace_id, loaded.steps, loaded.summary
     if timeline_name is not None:
         timeline, chosen = _timeline_rollout(ctx, full_id, timeline_name, rollout)
         if not own_trace:

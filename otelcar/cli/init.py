@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from otelcar.cli.common import console, load_trace
+from otelcar.cli.common import console, project
 from otelcar.cli.options import source_option
 
 
@@ -47,7 +47,8 @@ def init_command(
     from otelcar.replay import load_run
     from otelcar.starter_config import starting_config
 
-    full_id, steps, _ = load_trace(ctx, trace_id, None)
+    loaded = project(ctx).load(trace_id, None)
+    full_id, steps = loaded.trace_id, loaded.steps
     text = starting_config(load_run(full_id, steps), base_url=base_url)
     if str(output) == "-":
         click.echo(text, nl=False)

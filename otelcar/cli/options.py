@@ -138,17 +138,10 @@ def fail_if_rule(spec: str) -> dict[str, Any]:
     )
 
 
-def apply_fail_if(config: Any, fail_if: tuple[str, ...], *, required: bool) -> None:
-    """Replace the config's outcome by the ``--fail-if`` rules (any of them fails); with
-    ``required``, refuse to go on without an outcome."""
-    from otelcar.outcome import outcome_from_config
-
-    if fail_if:
-        config.outcome = outcome_from_config(
-            {"any": [fail_if_rule(f) for f in fail_if]}, config.registry
-        )
-    if required and config.outcome is None:
-        raise click.UsageError("no outcome: add [outcome] to otelcar.toml or pass --fail-if")
+def fail_if_outcome(fail_if: Sequence[str]) -> dict[str, Any] | None:
+    """The ``--fail-if`` rules as an ``[outcome]`` table (any of them fails) that replaces
+    the config's (:func:`otelcar.analyses.project.configured`); ``None`` without rules."""
+    return {"any": [fail_if_rule(f) for f in fail_if]} if fail_if else None
 
 
 SOURCE_HELP = (
@@ -160,7 +153,8 @@ SOURCE_HELP = (
 
 def source_option() -> Callable[..., Any]:
     """``--source URL``. Its value is kept in ``ctx.obj["source"]`` (not passed as a
-    parameter), so every command that loads traces through the shared loader honours it."""
+    parameter), so every command that reads traces through its project
+    (:func:`otelcar.cli.common.project`) honours it."""
 
     def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
         if value:
@@ -174,20 +168,6 @@ def source_option() -> Callable[..., Any]:
         callback=remember,
         help=SOURCE_HELP,
     )
-
-
-def chosen_source(ctx: click.Context, configured: Any) -> Any:
-    """The :class:`~otelcar.sources.SourceSettings` in force: ``--source`` (with the table
-    names of ``[source]``, when the config has one), else ``configured`` (``[source]``), else
-    ``None`` (the local store)."""
-    from dataclasses import replace
-
-    from otelcar.sources import SourceSettings
-
-    url = (ctx.obj or {}).get("source")
-    if not url:
-        return configured
-    return replace(configured, url=url) if configured is not None else SourceSettings(url)
 
 
 class TimeParam(click.ParamType):

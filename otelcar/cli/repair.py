@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from otelcar.analyses.requests import DecisionRequest, FixRequest, WhyRequest
-from otelcar.cli.common import write_json
+from otelcar.cli.common import prepared, write_json
 from otelcar.cli.options import (
     config_option,
     executor_for,
@@ -80,22 +80,6 @@ def _saved_attribution(path: Path | None) -> dict[str, Any] | None:
     if not isinstance(data, dict) or "trace_id" not in data:
         raise click.ClickException(f"{path}: not a saved attribution (otelcar attribute --json)")
     return data
-
-
-def _setup(
-    ctx: click.Context,
-    trace_id: str,
-    config_path: Path | None,
-    fail_if: tuple[str, ...],
-    agent: str | None = None,
-    executor: str | None = None,
-) -> tuple[Any, Any]:
-    from otelcar.cli.common import run_and_config as _run_and_config
-
-    run, config, _ = _run_and_config(
-        ctx, trace_id, config_path, fail_if=fail_if, agent=agent, executor=executor
-    )
-    return run, config
 
 
 def _progress(what: str, budget: Budget) -> AnalysisProgress:
@@ -234,14 +218,16 @@ def why_command(
     tests under an online multiplicity correction, narrows each to the smallest part that
     holds, finds pieces that act only jointly, and labels each a cause or a prerequisite.
     """
-    from otelcar.analyses import budget_for, run
+    from otelcar.analyses import run
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
     request = WhyRequest(**options)
-    recorded, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
+    ready = prepared(
+        ctx, trace_id, config_path, request, fail_if=fail_if, agent=agent, executor=executor
+    )
+    recorded, config, spent = ready.run, ready.config, ready.env.budget
     settings = config.replay
-    spent = budget_for(settings, request.budget)
     with executor_for(settings, executor, ray_address), _progress("why", spent) as progress:
         result = run_sync(
             run(
@@ -250,6 +236,7 @@ def why_command(
                 config,
                 budget=spent,
                 on_progress=progress.tick,
+                env=ready.env,
                 attribution=_saved_attribution(attribution_path),
             )
         )
@@ -310,17 +297,19 @@ def fix_command(
     the run against the outcome. --write-test writes a pytest file that keeps it fixed;
     with --agent (or [agent] command) it runs the agent, --rollouts times (docs/live.md).
     """
-    from otelcar.analyses import budget_for, run
+    from otelcar.analyses import run
     from otelcar.attribution.fixes.fix import FixError
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
     from otelcar.sync import run_sync
 
     request = FixRequest(**options)
-    recorded, config = _setup(ctx, trace_id, config_path, fail_if, agent, executor)
+    ready = prepared(
+        ctx, trace_id, config_path, request, fail_if=fail_if, agent=agent, executor=executor
+    )
+    recorded, config, spent = ready.run, ready.config, ready.env.budget
     settings = config.replay
     base_seed = settings.seed_or(request.seed)
-    spent = budget_for(settings, request.budget)
     with executor_for(settings, executor, ray_address), _progress("why + fix", spent) as progress:
         result = run_sync(
             run(
@@ -329,6 +318,7 @@ def fix_command(
                 config,
                 budget=spent,
                 on_progress=progress.tick,
+                env=ready.env,
                 attribution=_saved_attribution(attribution_path),
             )
         )
@@ -428,7 +418,8 @@ def test_command(
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
 
-    run, config = _setup(ctx, trace_id, config_path, fail_if)
+    ready = prepared(ctx, trace_id, config_path, fail_if=fail_if)
+    run, config = ready.run, ready.config
     base_seed = seed if seed is not None else config.replay.seed
     decision, reason = asyncio.run(
         resolve_step(run, step, registry=config.registry, outcome=config.outcome, seed=base_seed)

@@ -17,7 +17,7 @@ from otelcar.analyses.requests import AttributeRequest, ReplayCheckRequest, Roll
 from otelcar.cli.common import (
     console,
     emit_json,
-    run_and_config,
+    prepared,
     stderr_progress,
     write_json,
 )
@@ -74,7 +74,8 @@ def replay_command(
 
     request = ReplayCheckRequest(**options)
     seed = request.seed
-    run, config, steps = run_and_config(ctx, trace_id, config_path, agent=agent)
+    ready = prepared(ctx, trace_id, config_path, request, agent=agent)
+    run, config, steps = ready.run, ready.config, ready.steps
     live = None
     if config.agent_command is not None:  # its requests are kept when it reproduces the run
         live, run, notes = run_sync(live_check(run, config, seed=config.replay.seed_or(seed)))
@@ -95,7 +96,7 @@ def replay_command(
                 same=request.same,
                 seed=settings.seed_or(seed),
                 outcome=config.outcome,
-                budget=settings.budget(request.budget),
+                budget=ready.env.budget,
             )
         )
     if as_json:
@@ -164,7 +165,7 @@ def rollout_command(
 ) -> None:
     """Run an intervention plan on a trace R times and report how often it fails; with
     --save NAME, keep the rollouts as a named timeline to show and diff later."""
-    from otelcar.replay import Environment, Plan, Resample, run_plan
+    from otelcar.replay import Plan, Resample, run_plan
 
     request = RolloutRequest(**options)
     seed, from_step = request.seed, request.from_step
@@ -175,7 +176,8 @@ def rollout_command(
         from otelcar.replay.timelines import check_name
 
         check_name(save_name)
-    run, config, steps = run_and_config(ctx, trace_id, config_path, agent=agent, executor=executor)
+    ready = prepared(ctx, trace_id, config_path, request, agent=agent, executor=executor)
+    run, config, steps, env = ready.run, ready.config, ready.steps, ready.env
     if save_name is not None:  # before any rollout runs
         from otelcar.replay.timelines import check_free
 
@@ -185,10 +187,6 @@ def rollout_command(
     if from_step is not None:
         plan = plan + Plan.resample_from(from_step, [d.step for d in run.decisions])
     settings = config.replay
-    env = Environment(
-        config.registry,
-        settings.budget(),
-    )
     count = request.rollouts if request.rollouts is not None else settings.rollouts
     from otelcar.analyses import live_ready, live_rollouts
     from otelcar.sync import run_sync
@@ -292,7 +290,7 @@ def attribute_command(
 ) -> None:
     """Which step caused the failure: the commitment curve, step effects with intervals and
     Holm-adjusted exact tests, the culprit, and what it cost."""
-    from otelcar.analyses import budget_for, run
+    from otelcar.analyses import run
     from otelcar.attribution.steps.attribute import bisects
     from otelcar.cli.progress import AnalysisProgress
     from otelcar.policies import OpenAICompatiblePolicy
@@ -303,19 +301,14 @@ def attribute_command(
     request = AttributeRequest(**options)
     if adaptive and request.rollouts is not None:
         raise click.UsageError("--adaptive and --rollouts exclude each other")
-    recorded, config, steps = run_and_config(
-        ctx,
-        trace_id,
-        config_path,
-        fail_if=fail_if,
-        require_outcome=True,
-        agent=agent,
-        executor=executor,
+    ready = prepared(
+        ctx, trace_id, config_path, request, fail_if=fail_if, agent=agent, executor=executor
     )
+    recorded, config, steps = ready.run, ready.config, ready.steps
     if base_url:
         config.registry.register("llm", OpenAICompatiblePolicy(base_url=base_url, model=model))
     settings = config.replay
-    spent = budget_for(settings, request.budget)  # the progress display reads its calls
+    spent = ready.env.budget  # the progress display reads its calls
     last = request.rollouts if request.rollouts is not None else request.max_rollouts
     # the curve's rollouts (n plans and the factual one), and bisection's confirmation arm
     most = recorded.horizon * last + 1 + (2 * last if bisects(recorded, request.mode, 40) else 0)
@@ -326,7 +319,9 @@ def attribute_command(
         ) as progress,
     ):
         sampler = RolloutSampler(then=progress.tick)
-        result = run_sync(run(request, recorded, config, budget=spent, on_progress=sampler))
+        result = run_sync(
+            run(request, recorded, config, budget=spent, on_progress=sampler, env=ready.env)
+        )
     if json_path is not None or html_path is not None:
         document = with_report_sections(
             result.to_dict(), steps=steps, sampler=sampler, outcome=config.outcome

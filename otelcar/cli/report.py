@@ -15,11 +15,11 @@ from otelcar.analyses.requests import AggregateRequest
 from otelcar.cli.common import write_json
 from otelcar.cli.options import (
     TimeParam,
-    apply_fail_if,
     config_option,
     executor_for,
     executor_options,
     fail_if_option,
+    fail_if_outcome,
     html_option,
     json_option,
     request_options,
@@ -148,9 +148,10 @@ def aggregate_command(
     import polars as pl
 
     from otelcar.analyses import aggregate_run
+    from otelcar.analyses.project import configured
     from otelcar.cli.common import console as _console
     from otelcar.cli.common import open_store as _store
-    from otelcar.cli.common import stderr_progress, use_agent
+    from otelcar.cli.common import refuse_executor, stderr_progress
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
     from otelcar.report.terminal import aggregate_report
@@ -158,9 +159,13 @@ def aggregate_command(
 
     request = AggregateRequest(**options)
     store = _store(ctx)
-    config = load_config(config_path)
-    use_agent(config, agent, executor)
-    apply_fail_if(config, fail_if, required=True)
+    config = configured(
+        load_config(config_path),
+        agent=agent,
+        outcome=fail_if_outcome(fail_if),
+        require_outcome=True,
+    )
+    refuse_executor(config, executor)
     traces = store.traces()
     if trace_ids:
         wanted = [store.resolve(t) for t in trace_ids]

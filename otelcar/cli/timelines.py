@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from otelcar.cli.common import console, emit_json, load_trace, write_json
+from otelcar.cli.common import console, emit_json, project, write_json
 from otelcar.cli.options import config_option, source_option
 
 
@@ -64,8 +64,8 @@ def save_rollouts(
 def _trace_id(ctx: click.Context, trace_id: str, config_path: Path | None) -> tuple[str, Any]:
     from otelcar.project_config import load_source
 
-    full_id, steps, _ = load_trace(ctx, trace_id, load_source(config_path))
-    return full_id, steps
+    loaded = project(ctx).load(trace_id, load_source(config_path))
+    return loaded.trace_id, loaded.steps
 
 
 @click.command("timelines")

@@ -31,14 +31,14 @@ def ui_command(ctx: click.Context, port: int, config_path: Path | None) -> None:
         raise click.ClickException(
             f"otelcar ui needs the 'ui' extra ({exc}): pip install 'otelcar[ui]'"
         ) from None
-    from otelcar.cli.common import open_traces
+    from otelcar.cli.common import project
     from otelcar.project_config import load_source
 
-    configured = load_source(config_path)
-    open_traces(ctx, configured).close()  # a missing store or a bad --source fails now
+    configured, where = load_source(config_path), project(ctx, config_path)
+    where.open_traces(configured).close()  # a missing store or a bad --source fails now
     store_root = Path(ctx.obj["store"])
     app = create_app(
-        open_source=lambda: open_traces(ctx, configured),
+        open_source=lambda: where.open_traces(configured),
         runs_dir=runs_dir(store_root),
         config_path=config_path,
         allowed_hosts=("127.0.0.1", "localhost"),

@@ -18,11 +18,15 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from otelcar.analyses.options import Request
+from otelcar.analyses.project import Project
 from otelcar.errors import OtelcarError
-from otelcar.project_config import ConfigError, ProjectConfig, load_config
+from otelcar.project_config import ProjectConfig
+
+if TYPE_CHECKING:
+    from otelcar.sources import TraceSource
 
 T = TypeVar("T")
 
@@ -31,8 +35,9 @@ SendProgress = Callable[[int, str], Awaitable[None]]
 
 
 class RunError(OtelcarError):
-    """A run cannot start: its budget is over the server's ceiling, it needs an outcome, or
-    it names an agent command where this server takes none."""
+    """A run cannot start: it names an agent command where this server takes none (a budget
+    over the ceiling is :class:`~otelcar.analyses.project.BudgetRefused`, a missing outcome
+    a :class:`~otelcar.project_config.ConfigError`)."""
 
 
 @dataclass
@@ -46,39 +51,22 @@ class RunContext:
     max_calls_ceiling: int | None = None
     agent_commands: bool = True
 
+    @property
+    def project(self) -> Project:
+        """Where the server's runs read (:func:`otelcar.analyses.prepare`); the store is
+        made when it is missing."""
+        return Project(
+            self.store_root, self.config_path, max_calls=self.max_calls_ceiling, create_store=True
+        )
+
     def config(self) -> ProjectConfig:
         """The project config, read now (edits to ``otelcar.toml`` apply to the next run),
-        with the store's kept live requests (:mod:`otelcar.store.live_requests`)."""
-        from otelcar.store.live_requests import LiveRequestStore
+        with the store's kept live requests (:meth:`Project.config`)."""
+        return self.project.config()
 
-        config = load_config(self.config_path)
-        config.live_requests = LiveRequestStore(self.store_root)
-        return config
-
-    def open_source(self, config: ProjectConfig | None = None) -> Any:
+    def open_source(self, config: ProjectConfig | None = None) -> TraceSource:
         """The ``[source]`` of the config when it has one, else the local store."""
-        from otelcar.store import Store
-
-        source = (config or self.config()).source
-        if source is None:
-            return Store(self.store_root)
-        from otelcar.sources import open_source
-
-        return open_source(source)
-
-    def budget_calls(self, config: ProjectConfig, max_calls: int | None) -> int | None:
-        """The policy-call budget of one run: ``max_calls``, else ``[replay] max_calls``, else
-        the ceiling; a request above the ceiling is a :class:`RunError`."""
-        calls = max_calls if max_calls is not None else config.replay.max_calls
-        ceiling = self.max_calls_ceiling
-        if calls is not None and calls < 1:
-            raise RunError(f"max_calls must be at least 1, not {calls}")
-        if ceiling is not None and calls is not None and calls > ceiling:
-            raise RunError(
-                f"budget of {calls} policy calls is over this server's ceiling of {ceiling} "
-                "(otelcar mcp --max-calls)"
-            )
-        return calls if calls is not None else ceiling
+        return self.project.open_traces((config or self.config()).source)
 
 
 @dataclass
@@ -119,35 +107,6 @@ class Ticker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.flush()
-
-
-def _prepare(
-    ctx: RunContext, trace_id: str, max_calls: int | None, agent: str | None = None
-) -> tuple[Any, Any, Any]:
-    """``(recorded run, config, environment)`` of a run on ``trace_id``; a config that does
-    not fit the trace is a :class:`~otelcar.config_checks.ConfigMismatch`
-    (:func:`otelcar.config_checks.check_config_fits`). ``agent``: a command line that
-    replaces ``[agent] command`` as ``--agent CMD`` does
-    (:func:`~otelcar.project_config.with_agent_command`); a :class:`RunError` where the
-    server takes none."""
-    from otelcar.config_checks import check_config_fits
-    from otelcar.project_config import with_agent_command
-    from otelcar.replay import Environment, load_run
-
-    config = ctx.config()
-    if agent is not None:
-        if not ctx.agent_commands:
-            raise RunError(
-                "this server runs no agent command of a request (otelcar mcp --http "
-                "--allow-agent takes them; [agent] command in otelcar.toml applies anyway)"
-            )
-        with_agent_command(config, agent)
-    budget = config.replay.budget(ctx.budget_calls(config, max_calls))
-    with ctx.open_source(config) as source:
-        loaded = source.load(trace_id)
-    run = load_run(loaded.trace_id, loaded.steps, config.agent)
-    check_config_fits(run, config)
-    return run, config, Environment(config.registry, budget)
 
 
 @dataclass
@@ -207,28 +166,28 @@ async def analyse_trace(
     replay on that command (as ``--agent CMD``); the live check's headline is among the
     result's notes."""
     from otelcar.analyses import run
+    from otelcar.analyses.project import prepare
 
+    if agent is not None and not ctx.agent_commands:
+        raise RunError(
+            "this server runs no agent command of a request (otelcar mcp --http "
+            "--allow-agent takes them; [agent] command in otelcar.toml applies anyway)"
+        )
     live = Live()
     ticker = Ticker(send, "rollouts" if request.kind == "attribute" else "re-decisions", live.calls)
 
     async def work() -> tuple[str, dict[str, Any]]:
-        calls = request.options()["budget"]
-        recorded, config, env = _prepare(ctx, trace_id, calls, agent)
-        if request.kind == "attribute" and config.outcome is None:
-            raise ConfigError(
-                f"no outcome: add [outcome] to {config.path or 'otelcar.toml'} (what counts as "
-                "failure)"
-            )
-        with config.replay.executor_scope():
+        ready = prepare(ctx.project, trace_id, request, agent=agent)
+        with ready.config.replay.executor_scope():
             result = await run(
                 request,
-                recorded,
-                config,
-                budget=env.budget,
+                ready.run,
+                ready.config,
+                budget=ready.env.budget,
                 on_progress=ticker.tick,
-                env=live.prepared(env),
+                env=live.prepared(ready.env),
             )
-        return recorded.trace_id, result.to_dict()
+        return ready.run.trace_id, result.to_dict()
 
     async with ticker.running():
         return await in_worker(work, live)

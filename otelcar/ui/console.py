@@ -112,14 +112,16 @@ class Console:
         self.cache = TraceCache()
         self.triaged = FailureIndex(store_root) if store_root is not None else None
         self.manager = RunManager(
-            runs_dir, load_trace=self.load, config_path=config_path, store_root=store_root
+            runs_dir, open_source=open_source, config_path=config_path, store_root=store_root
         )
         self._building = threading.BoundedSemaphore(PAGE_BUILDS)
 
     def load(self, trace_id: str) -> tuple[str, Any]:
         """``(full trace id, steps)`` of ``trace_id`` (an id or a unique prefix)."""
+        from otelcar.analyses.project import load_trace
+
         with self.open_source() as source:
-            loaded = source.load(source.resolve(trace_id))
+            loaded = load_trace(source, trace_id)
         return loaded.trace_id, loaded.steps
 
     def page(self, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:

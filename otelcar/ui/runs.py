@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from otelcar.analyses.project import Prepared, Project
 from otelcar.analyses.requests import SAMES  # the same-decision rules the run form offers
 from otelcar.errors import OtelcarError
 from otelcar.kept_runs import (
@@ -36,6 +37,9 @@ from otelcar.kept_runs import (
     read_run,
     save_run,
 )
+
+if TYPE_CHECKING:
+    from otelcar.sources import TraceSource
 
 ENDED = ("done", "failed", "cancelled")
 __all__ = ["ENDED", "KINDS", "SAMES", "Run", "RunError", "RunManager"]
@@ -109,29 +113,26 @@ class Run:
         )
 
 
-#: ``load(trace_id) -> (full id, steps)``: reads one trace from where the console reads.
-TraceLoader = Callable[[str], tuple[str, Any]]
-
-
 class RunManager:
     """Starts, watches, cancels and keeps runs. ``directory``: where ended runs are written
-    (created on the first); ``load_trace``: how a run reads its trace; ``config_path``: the
-    ``otelcar.toml`` each run loads when it starts (``None``: ./otelcar.toml when present);
-    ``store_root``: the local store, whose kept live requests a run uses and a run's live
-    check keeps (:mod:`otelcar.store.live_requests`; ``None``: none)."""
+    (created on the first); ``open_source()``: where a run reads its trace, as the console's
+    pages do (opened and closed per run); ``config_path``: the ``otelcar.toml`` each run
+    loads when it starts (``None``: ./otelcar.toml when present); ``store_root``: the local
+    store, whose kept live requests a run uses and a run's live check keeps
+    (:mod:`otelcar.store.live_requests`; ``None``: none). A run is readied by
+    :func:`otelcar.analyses.prepare`, as the CLI and the MCP server ready theirs."""
 
     def __init__(
         self,
         directory: Path,
         *,
-        load_trace: TraceLoader,
+        open_source: Callable[[], TraceSource],
         config_path: Path | None = None,
         store_root: Path | None = None,
     ) -> None:
         self.directory = Path(directory)
-        self.load_trace = load_trace
-        self.config_path = config_path
-        self.store_root = store_root
+        self.open_source = open_source
+        self.project = Project(store_root, config_path)
         self._lock = threading.Lock()
         self._live: dict[str, Run] = {}
         self._tasks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
@@ -194,25 +195,22 @@ class RunManager:
             with self._lock:
                 self._live.pop(run.id, None)
 
+    def _prepare(self, trace_id: str, request: Any) -> Prepared:
+        """:func:`otelcar.analyses.prepare` of ``trace_id``, read where the pages read."""
+        from otelcar.analyses.project import prepare
+
+        with self.open_source() as source:
+            return prepare(self.project, trace_id, request, source=source)
+
     async def _analyse(self, run: Run) -> dict[str, Any]:
-        from otelcar.analyses import budget_for
         from otelcar.analyses import run as analyse
-        from otelcar.config_checks import check_config_fits
-        from otelcar.project_config import load_config
-        from otelcar.replay import load_run
-        from otelcar.store.live_requests import LiveRequestStore
         from otelcar.ui.forms import request_of
 
         request = request_of(run.kind, run.options)
-        config = load_config(self.config_path)
-        if self.store_root is not None:
-            config.live_requests = LiveRequestStore(self.store_root)
-        full_id, steps = await asyncio.to_thread(self.load_trace, run.trace_id)
-        run.trace_id = full_id
-        recorded = load_run(full_id, steps, config.agent)
-        check_config_fits(recorded, config)  # names the trace cannot have: before any call
+        ready = await asyncio.to_thread(self._prepare, run.trace_id, request)
+        run.trace_id = ready.run.trace_id
+        recorded, config, steps, budget = ready.run, ready.config, ready.steps, ready.env.budget
         settings = config.replay
-        budget = budget_for(settings, request.budget)
         with self._lock:
             self._budgets[run.id] = budget
             if run.cancel_requested:
@@ -226,16 +224,16 @@ class RunManager:
 
         with settings.executor_scope():
             if run.kind != "attribute":
-                result = await analyse(request, recorded, config, budget=budget, on_progress=tick)
+                result = await analyse(
+                    request, recorded, config, budget=budget, on_progress=tick, env=ready.env
+                )
                 document = result.to_dict()
             else:
                 from otelcar.report import RolloutSampler, with_report_sections
 
-                if config.outcome is None:
-                    raise RunError("no outcome: add [outcome] to otelcar.toml to attribute")
                 sampler = RolloutSampler(then=tick)
                 result = await analyse(
-                    request, recorded, config, budget=budget, on_progress=sampler
+                    request, recorded, config, budget=budget, on_progress=sampler, env=ready.env
                 )
                 document = await asyncio.to_thread(  # it runs an event loop of its own
                     with_report_sections,

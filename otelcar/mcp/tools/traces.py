@@ -30,7 +30,8 @@ def list_traces(kit: Toolkit) -> Callable[..., Any]:
     async def list_traces(
         service: Annotated[str | None, Field(description="Only traces of this service.")] = None,
         since: Annotated[
-            str | None, Field(description="Started at or after: ISO 8601 or an age (6h, 7d).")
+            str | None,
+            Field(description="Started at or after: ISO 8601 or an age (30m, 1.5h, 7d, 2w)."),
         ] = None,
         until: Annotated[str | None, Field(description="Started before (as since).")] = None,
         errors_only: Annotated[bool, Field(description="Only traces with an error.")] = False,
