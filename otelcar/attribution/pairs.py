@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelcar.attribution.experiment.rollouts import RolloutArm
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.faithfulness import same_action
 from otelcar.attribution.pairs_documents import PAIRS_VERSION, ChatLine, DpoLine, OtelcarLine
@@ -242,33 +243,29 @@ def _chosen_of(candidate: Mapping[str, Any]) -> Message | None:
 
 
 @dataclass
-class _Arm:
-    """Fresh rollouts that took one action at the decision: how many failed of how many
-    were judged, and the action as taken in the first passing one."""
+class _ActionArm(RolloutArm):
+    """The fresh rollouts that took one action at the decision, by rollout index (so
+    ``n`` and ``failed`` count the judged ones), and the action as taken in the first
+    passing one."""
 
     action: Message | None = None
-    failed: int = 0
-    n: int = 0
     passing: Message | None = None
 
-    def add(self, failed: bool | None, action: Message | None) -> None:
-        if failed is None:
-            return
-        self.n += 1
-        self.failed += bool(failed)
-        if not failed and self.passing is None:
+    def add(self, rollout: Rollout, failed: bool | None, action: Message | None) -> None:
+        self.failures[rollout.index] = failed
+        if failed is False and self.passing is None:
             self.passing = action
 
     def to_dict(self) -> dict[str, int]:
         return {"failed": self.failed, "n": self.n}
 
 
-def _arm_of(arms: list[_Arm], action: Message) -> _Arm:
+def _arm_of(arms: list[_ActionArm], action: Message) -> _ActionArm:
     """The arm of ``action`` (:func:`same_action` as one of theirs), new if none is."""
     for arm in arms:
         if arm.action is not None and same_action(action, arm.action):
             return arm
-    arms.append(_Arm(action))
+    arms.append(_ActionArm(action=action))
     return arms[-1]
 
 
@@ -384,16 +381,16 @@ async def attribution_pairs_async(
     for arm, done in (("re-deciding", fresh), ("holding", held)):
         if (lost := _lost(done)) is not None:
             out.notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")
-    rejected = _Arm(recorded)
-    for _, failed in held:
-        rejected.add(failed, recorded)
-    others: list[_Arm] = []
+    rejected = _ActionArm(action=recorded)
+    for r, failed in held:
+        rejected.add(r, failed, recorded)
+    others: list[_ActionArm] = []
     for r, failed in fresh:
         if len(r.decisions) <= decision.index or r.decisions[decision.index].action is None:
             continue
         action = r.decisions[decision.index].action
         arm = rejected if same_action(action, recorded) else _arm_of(others, action)
-        arm.add(failed, action)
+        arm.add(r, failed, action)
     tested = [arm for arm in others if arm.n]
     if not tested:
         out.notes.append(

@@ -1,5 +1,5 @@
 """Arms of seeded rollouts: plans run with rollouts added to chosen plans, outcomes kept by
-rollout index (:class:`PlanOutcomes`, one arm per plan).
+rollout index (:class:`RolloutArm`; the curve's :class:`PlanOutcomes`, one arm per plan).
 
 Rollout indexes continue across rounds (round 2 of a plan starts where round 1 stopped), so
 the seeds, the pairing across plans and the request cache stay consistent however the
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from otelcar.outcome import Outcome, RunEvent, judges_events
-from otelcar.replay.engine import run_plan_async
+from otelcar.replay.engine import RolloutSet, run_plan_async
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
@@ -23,20 +23,86 @@ from otelcar.replay.rollout_table import rollout_events, rollout_failed, rollout
 
 
 @dataclass
-class PlanOutcomes:
-    """Outcomes of one plan by rollout index (None: the rollout failed or was not judged),
-    and whether decision ``k + 1`` (the first re-decided one) repeated its recorded action."""
+class RolloutArm:
+    """Seeded rollouts of one plan: each rollout's outcome by its index (None: the rollout
+    failed or was not judged) and the errors. The one arm of rollouts that the curve, the
+    refutation, ``fix``'s forward validation and ``pairs`` use.
+
+    Rollout ``r`` draws with the seeds of ``(seed, r)``, so two arms of one run and seed pair
+    by index, and :meth:`extend` draws each index once (round 2 starts where round 1
+    stopped, from ``first`` on)."""
 
     failures: dict[int, bool | None] = field(default_factory=dict)
-    repeated_first: dict[int, bool] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    factual: Rollout | None = None  # the factual plan's one rollout, re-judged for every slot
-    factual_steps: pl.DataFrame | None = None  # its steps table, built if an outcome needs it
-    factual_events: list[RunEvent] | None = None  # its events, made if an outcome reads them
+    first: int = 0  # the index of this arm's first rollout
 
     @property
     def judged(self) -> list[bool]:
+        """The outcomes of the judged rollouts (True: the run failed)."""
         return [f for f in self.failures.values() if f is not None]
+
+    @property
+    def n(self) -> int:
+        """Judged rollouts."""
+        return len(self.judged)
+
+    @property
+    def failed(self) -> int:
+        """Judged rollouts that failed."""
+        return sum(self.judged)
+
+    @property
+    def lost(self) -> int:
+        """Rollouts drawn but not judged (an error, the budget, an outcome that raised)."""
+        return sum(f is None for f in self.failures.values())
+
+    def record(self, result: RolloutSet) -> None:
+        """Keep ``result``'s outcomes (by rollout index) and its errors."""
+        self.errors.extend(result.errors)
+        for rollout, failed in zip(result.rollouts, result.failures, strict=True):
+            self.failures[rollout.index] = failed
+
+    async def extend(
+        self,
+        run: RecordedRun,
+        plan: Plan,
+        env: Environment,
+        *,
+        upto: int,
+        seed: int,
+        outcome: Outcome,
+        concurrency: int,
+        on_rollout: Callable[[Rollout], None] | None = None,
+    ) -> RolloutSet | None:
+        """Bring the arm up to ``upto`` rollouts (indexes ``first … first + upto − 1``), each
+        drawn once; the new rollouts (None when there were already as many)."""
+        have = len(self.failures)
+        if upto <= have:
+            return None
+        result = await run_plan_async(
+            run,
+            plan,
+            env,
+            rollouts=upto - have,
+            seed=seed,
+            outcome=outcome,
+            concurrency=concurrency,
+            first_rollout=self.first + have,
+            on_rollout=on_rollout,
+        )
+        self.record(result)
+        return result
+
+
+@dataclass
+class PlanOutcomes(RolloutArm):
+    """A curve plan's arm: also whether decision ``k + 1`` (the first re-decided one)
+    repeated its recorded action, and the factual plan's one replay, judged for every slot."""
+
+    repeated_first: dict[int, bool] = field(default_factory=dict)
+    factual: Rollout | None = None  # the factual plan's one rollout, re-judged for every slot
+    factual_steps: pl.DataFrame | None = None  # its steps table, built if an outcome needs it
+    factual_events: list[RunEvent] | None = None  # its events, made if an outcome reads them
 
 
 async def _judge_factual(
@@ -110,29 +176,29 @@ async def extend(
             for r in range(have, upto):
                 outcomes[k].failures[r] = await _judge_factual(outcome, outcomes[k], r, seed)
             return
-        count = 1 if k == factual else upto - have
-        result = await run_plan_async(
+        target = outcomes[k]
+        result = await target.extend(
             run,
             plans[k],
             env,
-            rollouts=count,
+            upto=have + 1 if k == factual else upto,
             seed=seed,
             outcome=outcome,
             concurrency=concurrency,
-            first_rollout=have,
             on_rollout=on_rollout,
         )
-        target = outcomes[k]
-        target.errors.extend(result.errors)
-        for rollout, failed in zip(result.rollouts, result.failures, strict=True):
-            target.failures[rollout.index] = failed
-            first = k + 1
-            if first < run.horizon and first < len(rollout.decisions):
-                recorded = run.decisions[first].action
-                action = rollout.decisions[first].action
-                target.repeated_first[rollout.index] = (
-                    recorded is not None and action is not None and same_message(action, recorded)
-                )
+        assert result is not None  # have < upto
+        first = k + 1
+        if first < run.horizon:
+            recorded = run.decisions[first].action
+            for rollout in result.rollouts:
+                if first < len(rollout.decisions):
+                    action = rollout.decisions[first].action
+                    target.repeated_first[rollout.index] = (
+                        recorded is not None
+                        and action is not None
+                        and same_message(action, recorded)
+                    )
         if k == factual and result.rollouts and result.rollouts[0].ok:
             target.factual = result.rollouts[0]
             for r in range(have + 1, upto):

@@ -27,10 +27,8 @@ PART claims only the first.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-
 from otelcar.attribution.experiment.contrast import Pairs
+from otelcar.attribution.experiment.rollouts import RolloutArm
 from otelcar.attribution.fixes.result import ForwardCheck
 from otelcar.attribution.stats import (
     anytime_p_value,
@@ -40,32 +38,12 @@ from otelcar.attribution.stats import (
     trials_to_show_below,
 )
 from otelcar.outcome import Outcome
-from otelcar.replay.engine import RolloutSet, run_plan_async
 from otelcar.replay.harness import Environment
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
 
 #: The most pairs a candidate adds before its evidence is read again.
 BATCH = 4
-#: ``draw(first, count)``: rollouts ``first``… of one plan.
-Draw = Callable[[int, int], Awaitable[RolloutSet]]
-
-
-@dataclass
-class _Arm:
-    """One plan's forward rollouts so far: outcome by rollout index, and the errors."""
-
-    failures: dict[int, bool | None] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-
-    async def extend(self, upto: int, draw: Draw) -> None:
-        """Bring the arm up to ``upto`` rollouts (indexes ``0…upto−1``), each drawn once."""
-        if upto > len(self.failures):
-            result = await draw(len(self.failures), upto - len(self.failures))
-            self.failures.update(
-                zip((r.index for r in result.rollouts), result.failures, strict=True)
-            )
-            self.errors.extend(result.errors)
 
 
 def verdict(p_adjusted: float, below: bool, alpha: float) -> str:
@@ -77,7 +55,7 @@ def verdict(p_adjusted: float, below: bool, alpha: float) -> str:
 
 
 def _check(
-    fixed: _Arm, base: _Arm, max_rate: float, alpha: float, confidence: float
+    fixed: RolloutArm, base: RolloutArm, max_rate: float, alpha: float, confidence: float
 ) -> ForwardCheck:
     """The evidence so far: pairs, the anytime p-value, whether the rate is shown below."""
     pairs = Pairs.of(fixed.failures, base.failures)  # B: fixed, A: unfixed
@@ -115,22 +93,8 @@ async def validate_forward(
     """The forward checks of ``plans`` (Holm-adjusted, with verdicts) and the unfixed arm's
     errors; see the module docstring."""
 
-    def draw(plan: Plan) -> Draw:
-        async def run_some(first: int, count: int) -> RolloutSet:
-            return await run_plan_async(
-                run,
-                plan,
-                env,
-                rollouts=count,
-                seed=seed,
-                outcome=outcome,
-                concurrency=concurrency,
-                first_rollout=first,
-            )
-
-        return run_some
-
-    base, arms = _Arm(), [_Arm() for _ in plans]
+    draw = {"seed": seed, "outcome": outcome, "concurrency": concurrency}
+    base, arms = RolloutArm(), [RolloutArm() for _ in plans]
     each = alpha / max(1, len(plans))
     done = [False] * len(plans)
     while True:
@@ -151,9 +115,9 @@ async def validate_forward(
             targets[i] = upto + min(need, BATCH, left)
         if not targets:
             break
-        await base.extend(max(targets.values()), draw(unfixed))
+        await base.extend(run, unfixed, env, upto=max(targets.values()), **draw)
         for i, upto in targets.items():
-            await arms[i].extend(upto, draw(plans[i]))
+            await arms[i].extend(run, plans[i], env, upto=upto, **draw)
     checks = [_check(arm, base, max_rate, alpha, confidence) for arm in arms]
     for check, adjusted in zip(checks, holm([c.p for c in checks]), strict=True):
         check.p_adjusted = adjusted

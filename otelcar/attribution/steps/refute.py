@@ -34,8 +34,10 @@ culprit whose estimated Δ is below that is underpowered, not a refutation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from otelcar.attribution.experiment.contrast import Pairs, paired
+from otelcar.attribution.experiment.rollouts import RolloutArm
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.stats import (
     Interval,
@@ -47,7 +49,6 @@ from otelcar.attribution.stats import (
 from otelcar.attribution.steps.curve import StepEffect, curve_plans
 from otelcar.attribution.steps.documents import RefutationDocument
 from otelcar.outcome import Outcome
-from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment
 from otelcar.replay.plan import Do, Plan, Resample
 from otelcar.replay.recorded import RecordedRun
@@ -126,51 +127,20 @@ async def refute(
     k = culprit.index
     decision = run.decisions[k]
     later = tuple(Resample(d.step) for d in run.decisions if d.index > k)
-    arms: dict[str, tuple[Plan, dict[int, bool | None]]] = {
-        "held": (plans[k], {}),
-        "before": (plans[k - 1], {}),
-    }
+    arms = {"held": (plans[k], RolloutArm()), "before": (plans[k - 1], RolloutArm())}
     if decision.action is not None:
-        arms["done"] = (Plan((Do(decision.step, decision.action), *later)), {})
-    recheck_e = placebo_e = 1.0
-    have = 0
-    while have < rollouts:
-        pairs = Pairs.of(arms["held"][1], arms["before"][1])
-        need = pairs_to_reject(pairs.only_b, pairs.only_a, alpha, most=rollouts)
-        if need > rollouts - have:
-            break  # even all-favourable pairs could not confirm it now
-        upto = have + min(max(1, need), max(1, concurrency), rollouts - have)
-        for plan, results in arms.values():
-            result = await run_plan_async(
-                run,
-                plan,
-                env,
-                rollouts=upto - have,
-                seed=seed,
-                outcome=outcome,
-                concurrency=concurrency,
-                first_rollout=have,
-            )
-            for rollout, failed in zip(result.rollouts, result.failures, strict=True):
-                results[rollout.index] = failed
-        have = upto
-        pairs = Pairs.of(arms["held"][1], arms["before"][1])
-        recheck_e = max(recheck_e, discordant_e_value(pairs.only_b, pairs.only_a))
-        if "done" in arms:
-            shown = Pairs.of(arms["done"][1], arms["held"][1])
-            placebo_e = max(placebo_e, two_sided_e_value(shown.only_b, shown.only_a))
-        if recheck_e >= 1 / alpha:
-            break
-    recheck = paired(Pairs.of(arms["held"][1], arms["before"][1]), confidence)
+        arms["done"] = (Plan((Do(decision.step, decision.action), *later)), RolloutArm())
+    draw = {"seed": seed, "outcome": outcome, "concurrency": concurrency}
+    recheck_e, placebo_e = await _sample(run, env, arms, draw, rollouts=rollouts, alpha=alpha)
+    held, before = arms["held"][1], arms["before"][1]
+    recheck = paired(Pairs.of(held.failures, before.failures), confidence)
     recheck_p = min(1.0, 1 / recheck_e)
     detectable = detectable_by(rollouts, alpha)
 
-    def lost(*names: str) -> int:
-        return sum(1 for name in names for f in arms[name][1].values() if f is None)
-
     out: list[Refutation] = []
     if "done" in arms:
-        placebo = paired(Pairs.of(arms["done"][1], arms["held"][1]), confidence)
+        done = arms["done"][1]
+        placebo = paired(Pairs.of(done.failures, held.failures), confidence)
         placebo_p = min(1.0, 1 / placebo_e)
         out.append(
             Refutation(
@@ -181,8 +151,8 @@ async def refute(
                 placebo.interval,
                 placebo_p,  # an effect either way refutes
                 placebo_p > alpha,
-                lost("done", "held"),
-                len(arms["done"][1]),
+                done.lost + held.lost,
+                len(done.failures),
                 e_value=placebo_e,
                 max_pairs=rollouts,
             )
@@ -197,8 +167,8 @@ async def refute(
             recheck.interval,
             recheck_p,
             passed,
-            lost("held", "before"),
-            len(arms["held"][1]) + len(arms["before"][1]),
+            held.lost + before.lost,
+            len(held.failures) + len(before.failures),
             e_value=recheck_e,
             detectable=detectable,
             max_pairs=rollouts,
@@ -206,3 +176,38 @@ async def refute(
         )
     )
     return out
+
+
+async def _sample(
+    run: RecordedRun,
+    env: Environment,
+    arms: dict[str, tuple[Plan, RolloutArm]],
+    draw: dict[str, Any],
+    *,
+    rollouts: int,
+    alpha: float,
+) -> tuple[float, float]:
+    """Extend every arm in batches, each as large as the fewest pairs that could confirm the
+    recheck (at most ``draw["concurrency"]``), until its e-value reaches ``1/alpha`` or can
+    no longer within ``rollouts``; the recheck's and the placebo's e-values (each the
+    largest read after a batch: a test supermartingale's running maximum, valid by Ville)."""
+    held, before = arms["held"][1], arms["before"][1]
+    recheck_e = placebo_e = 1.0
+    have = 0
+    while have < rollouts:
+        pairs = Pairs.of(held.failures, before.failures)
+        need = pairs_to_reject(pairs.only_b, pairs.only_a, alpha, most=rollouts)
+        if need > rollouts - have:
+            break  # even all-favourable pairs could not confirm it now
+        upto = have + min(max(1, need), max(1, draw["concurrency"]), rollouts - have)
+        for plan, arm in arms.values():
+            await arm.extend(run, plan, env, upto=upto, **draw)
+        have = upto
+        pairs = Pairs.of(held.failures, before.failures)
+        recheck_e = max(recheck_e, discordant_e_value(pairs.only_b, pairs.only_a))
+        if "done" in arms:
+            shown = Pairs.of(arms["done"][1].failures, held.failures)
+            placebo_e = max(placebo_e, two_sided_e_value(shown.only_b, shown.only_a))
+        if recheck_e >= 1 / alpha:
+            break
+    return recheck_e, placebo_e
