@@ -185,7 +185,12 @@ def test_the_fresh_arms_are_independent_rollouts_and_the_counts_are_theirs():
     seen = []
     made = run_sync(
         attribution_pairs_async(
-            run, result, registry=registry, outcome=outcome, seed=3, on_rollout=seen.append
+            run,
+            result,
+            registry=registry,
+            outcome=outcome,
+            seed=3,
+            on_rollout=lambda judged: seen.append(judged.rollout),
         )
     )
     assert made.cost["cache_hits"] == 0  # no rollout of one arm is another's again

@@ -104,7 +104,7 @@ def test_every_curve_plan_gives_the_same_rollouts_and_cost_on_ray(executor: RayE
                 seed=5,
                 outcome=outcome,
                 executor=where,
-                on_rollout=lambda r, count=count: count(r.index),
+                on_rollout=lambda judged, count=count: count(judged.rollout.index),
             )
             outcomes[where.name][k] += more.failures
         costs[where.name] = env.accounting.to_dict()

@@ -62,7 +62,7 @@ def attribution_doc() -> dict[str, Any]:
         shapley_rollouts=12,
         on_rollout=sampler,
     )
-    return with_report_sections(result.to_dict(), steps=steps, sampler=sampler, outcome=outcome)
+    return with_report_sections(result.to_dict(), steps=steps, sampler=sampler)
 
 
 def why_doc(step: int, text: str) -> dict[str, Any]:
@@ -199,6 +199,32 @@ def test_result_json_carries_the_report_sections(attribution_doc: dict[str, Any]
     assert any(a["failed"] for a in alternatives) and any(
         a["failed"] is False for a in alternatives
     )
+
+
+def test_alternatives_carry_the_analysis_judgement_and_the_report_judges_nothing():
+    """The kept rollouts keep the outcome the analysis judged them by (issue 38): the report
+    shows it as judged, with no outcome of its own, so it makes no uncounted call and
+    cannot disagree with the analysis."""
+    scenario = synthetic.single_culprit(4, 2, p_bad=0.7)
+    steps, registry, outcome = synthetic.build(scenario)
+    judged: list[Any] = []
+    sampler = RolloutSampler(then=judged.append)
+    result = attribute(
+        load_run(synthetic.TRACE_ID, steps),
+        registry=registry,
+        outcome=outcome,
+        seed=3,
+        on_rollout=sampler,
+    )
+    by_rollout = {(j.rollout.plan, j.rollout.index): j.failed for j in judged}
+    kept = [j for plan in sampler.kept.values() for j in plan.values()]
+    assert kept and all((j.rollout.plan, j.rollout.index) in by_rollout for j in kept)
+    views = sampler.alternatives(result.to_dict())
+    assert views and {v["failed"] for v in views} <= {True, False}
+    for key in sampler.plans_for(result.to_dict()):
+        for index, j in sampler.kept[key].items():
+            view = next(v for v in views if v["resample_from"] == key and v["rollout"] == index)
+            assert view["failed"] is by_rollout[(j.rollout.plan, index)]
 
 
 def test_html_report_in_chromium(browser: Any, attribution_doc: dict[str, Any], tmp_path: Path):
@@ -366,7 +392,7 @@ def hostile_attribution(directory: Path) -> dict[str, Any]:
         load_run(trace, steps), registry=registry, outcome=outcome, seed=2, on_rollout=sampler
     )
     assert result.verdict == "culprit"
-    return with_report_sections(result.to_dict(), steps=steps, sampler=sampler, outcome=outcome)
+    return with_report_sections(result.to_dict(), steps=steps, sampler=sampler)
 
 
 def test_hostile_strings_in_every_field_render_as_text(browser: Any, tmp_path: Path):

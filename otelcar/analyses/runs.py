@@ -245,7 +245,7 @@ async def pairs_run(
     """The preference pairs of ``result`` (an attribution or fix result, or a kept run's
     record) on its ``recorded`` run (:func:`otelcar.attribution.pairs.export_pairs_async`)
     with ``config``'s policies and outcome, the request's seed and budget (else
-    ``[replay]``'s); ``on_rollout`` is called with each fresh rollout."""
+    ``[replay]``'s); ``on_rollout`` is called with each fresh rollout, judged (``Judged``)."""
     from otelcar.attribution.pairs import export_pairs_async
 
     settings = config.replay

@@ -52,6 +52,7 @@ from otelcar.outcome import Outcome
 from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import run_plan_async
+from otelcar.replay.execution import Judged
 from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.plan import Do, Plan
 from otelcar.replay.recorded import RecordedDecision, RecordedRun
@@ -273,7 +274,7 @@ def _arm_of(arms: list[_ActionArm], action: Message) -> _ActionArm:
 #: small for both cuts both arms alike (not the second plan's whole arm).
 CHUNK = 8
 
-Judged = list[tuple[Rollout, bool | None]]
+JudgedRollouts = list[tuple[Rollout, bool | None]]
 
 
 async def _fresh_rollouts(
@@ -283,8 +284,8 @@ async def _fresh_rollouts(
     outcome: Outcome,
     rollouts: int,
     seed: int,
-    on_rollout: Callable[[Rollout], None] | None,
-) -> tuple[Judged, Judged]:
+    on_rollout: Callable[[Judged], None] | None,
+) -> tuple[JudgedRollouts, JudgedRollouts]:
     """``rollouts`` judged rollouts re-deciding ``decision`` and every later decision, and as
     many holding it at its recorded action (:func:`curve_plans`' ``P_{k−1}`` and ``P_k``).
 
@@ -296,8 +297,8 @@ async def _fresh_rollouts(
     redecide, hold = plans[decision.index - 1], plans[decision.index]
     options = {"seed": SeedSpace(seed).stage(PAIRS_STAGE), "outcome": outcome}
     options |= {"on_rollout": on_rollout, "concurrency": CHUNK}
-    fresh: Judged = []
-    held: Judged = []
+    fresh: JudgedRollouts = []
+    held: JudgedRollouts = []
     for start in range(0, rollouts, CHUNK):
         count = min(CHUNK, rollouts - start)
         done = await asyncio.gather(
@@ -311,7 +312,7 @@ async def _fresh_rollouts(
     return fresh, held
 
 
-def _lost(judged: Judged) -> str | None:
+def _lost(judged: JudgedRollouts) -> str | None:
     """Why some rollouts were left out of the counts (None: none was)."""
     lost = [r for r, failed in judged if failed is None]
     if not lost:
@@ -353,7 +354,7 @@ async def attribution_pairs_async(
     seed: int = 0,
     alpha: float = 0.05,
     budget: Budget | None = None,
-    on_rollout: Callable[[Rollout], None] | None = None,
+    on_rollout: Callable[[Judged], None] | None = None,
 ) -> PairsResult:
     """The pairs at an attribution's culprit, tested on ``2 · rollouts`` fresh rollouts (see
     the module docstring), every policy call counted in ``cost`` and bounded by ``budget``.
@@ -475,7 +476,7 @@ async def export_pairs_async(
     seed: int = 0,
     alpha: float = 0.05,
     budget: Budget | None = None,
-    on_rollout: Callable[[Rollout], None] | None = None,
+    on_rollout: Callable[[Judged], None] | None = None,
 ) -> PairsResult:
     """The preference pairs of ``result`` on its recorded ``run``: an ``attribute`` or
     ``fix`` result (its ``to_dict()`` or JSON file content) or a kept run's record.

@@ -323,9 +323,7 @@ def attribute_command(
             run(request, recorded, config, budget=spent, on_progress=sampler, env=ready.env)
         )
     if json_path is not None or html_path is not None:
-        document = with_report_sections(
-            result.to_dict(), steps=steps, sampler=sampler, outcome=config.outcome
-        )
+        document = with_report_sections(result.to_dict(), steps=steps, sampler=sampler)
     if html_path is not None:
         write_html(html_path, attribution=document)
     if json_path is not None and write_json(document, json_path):

@@ -246,7 +246,7 @@ class RayExecutor:
         seed: int,
         outcome: Outcome | None,
         concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None,
+        on_rollout: Callable[[Judged], None] | None,
     ) -> list[Judged]:
         """See :class:`otelcar.executors.Executor`. ``concurrency`` is not used: each worker
         runs the ``concurrency`` given at construction."""
@@ -258,7 +258,7 @@ class RayExecutor:
         async def one(index: int) -> Judged:
             judged = await self._rollout(env, shared, job, ledger, plan, index, seed, bound)
             if on_rollout is not None:
-                on_rollout(judged.rollout)
+                on_rollout(judged)
             return judged
 
         return list(await asyncio.gather(*(one(i) for i in indexes)))

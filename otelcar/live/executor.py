@@ -88,7 +88,7 @@ class LiveExecutor:
         seed: int,
         outcome: Outcome | None,
         concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None,
+        on_rollout: Callable[[Judged], None] | None,
     ) -> list[Judged]:
         del concurrency  # the agent's own: [agent] concurrency
         gate = asyncio.Semaphore(self.command.concurrency)
@@ -98,7 +98,7 @@ class LiveExecutor:
                 async with gate:
                     judged = await self._one(run, plan, env, endpoint, index, seed, outcome)
                 if on_rollout is not None:
-                    on_rollout(judged.rollout)
+                    on_rollout(judged)
                 return judged
 
             return list(await asyncio.gather(*(one(i) for i in indexes)))

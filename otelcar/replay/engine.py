@@ -27,7 +27,7 @@ import polars as pl
 
 from otelcar.errors import OtelcarError
 from otelcar.outcome import Outcome
-from otelcar.replay.execution import current_executor
+from otelcar.replay.execution import Judged, current_executor
 from otelcar.replay.harness import Environment, Rollout
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
@@ -102,7 +102,7 @@ async def run_plan_async(
     outcome: Outcome | None = None,
     concurrency: int = 8,
     first_rollout: int = 0,
-    on_rollout: Callable[[Rollout], None] | None = None,
+    on_rollout: Callable[[Judged], None] | None = None,
     executor: Executor | None = None,
     stop_when_most_fail: bool = True,
 ) -> RolloutSet:

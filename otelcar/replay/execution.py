@@ -11,7 +11,8 @@ Contract of :meth:`Executor.run_rollouts`: one :class:`Judged` per index, in ind
 the rollout replayed with the seeds derived from (seed, index, decision) and its judged
 outcome, so the same seeds give the same rollouts whatever the executor. A rollout that could
 not run (a failing policy, a worker lost for good) comes back with status ``failed`` and the
-reason, never dropped. ``on_rollout`` is called once per rollout, in this process, as each
+reason, never dropped. ``on_rollout`` is called once per rollout with it and its outcome
+(:class:`Judged`), in this process, as each
 finishes. The environment's accounting and budget end up charged with exactly what the
 rollouts spent, and never more policy calls than the budget allows are made.
 """
@@ -77,7 +78,7 @@ class Executor(Protocol):
         seed: int,
         outcome: Outcome | None,
         concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None,
+        on_rollout: Callable[[Judged], None] | None,
     ) -> list[Judged]: ...
 
     async def call(self, function: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:
@@ -106,7 +107,7 @@ class LocalExecutor:
         seed: int,
         outcome: Outcome | None,
         concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None,
+        on_rollout: Callable[[Judged], None] | None,
     ) -> list[Judged]:
         gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -116,7 +117,7 @@ class LocalExecutor:
                     run, plan, env, index=index, seed=seed, outcome=outcome
                 )
             if on_rollout is not None:
-                on_rollout(judged.rollout)
+                on_rollout(judged)
             return judged
 
         return list(await asyncio.gather(*(one(i) for i in indexes)))

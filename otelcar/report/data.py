@@ -20,7 +20,6 @@ Both keys are optional in ``schemas/attribution.schema.json``; the section shape
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,10 +27,9 @@ from typing import Any
 import polars as pl
 
 from otelcar.messages import Message, decode_arguments
-from otelcar.outcome import Outcome
+from otelcar.replay.execution import Judged
 from otelcar.replay.harness import Rollout
 from otelcar.replay.plan import Resample
-from otelcar.replay.rollout_table import rollout_failed
 from otelcar.report.documents import TIMELINE_VERSION
 
 MAX_TEXT = 100_000  # characters of one message or tool result kept in a report section
@@ -218,31 +216,34 @@ def full_context(timeline: Mapping[str, Any], step: int) -> list[dict[str, Any]]
 
 # -- alternative timelines --------------------------------------------------------------------
 def _resample_from(rollout: Rollout) -> int | None:
-    """The first re-decided step of a curve plan (``None``: the factual replay)."""
+    """The curve plan a rollout ran, read from its plan: the first re-decided step of a plan
+    made only of ``Resample`` interventions (``None``: the factual replay, no intervention;
+    ``-2``: another kind of plan — Shapley's, ``why``'s, ``fix``'s — kept apart)."""
     steps = [i.step for i in rollout.plan.interventions if isinstance(i, Resample)]
     if len(steps) != len(rollout.plan.interventions):
-        return -2  # not a curve plan (Shapley, why, fix): kept apart
+        return -2
     return min(steps) if steps else None
 
 
 class RolloutSampler:
-    """An ``on_rollout`` callback that keeps the first ``per_plan`` rollouts of each plan of
-    the commitment curve, to show them as alternative timelines.
+    """An ``on_rollout`` callback that keeps the first ``per_plan`` judged rollouts of each
+    plan of the commitment curve, to show them as alternative timelines: each with the
+    outcome the analysis judged it by, so the report renders and never judges again.
 
     It can wrap another callback (a progress bar): ``RolloutSampler(then=progress_tick)``.
     """
 
-    def __init__(self, *, per_plan: int = 3, then: Callable[[Rollout], None] | None = None) -> None:
+    def __init__(self, *, per_plan: int = 3, then: Callable[[Judged], None] | None = None) -> None:
         self.per_plan = per_plan
         self.then = then
-        self.kept: dict[int | None, dict[int, Rollout]] = {}
+        self.kept: dict[int | None, dict[int, Judged]] = {}
 
-    def __call__(self, rollout: Rollout) -> None:
-        key = _resample_from(rollout)
-        if key != -2 and rollout.index < self.per_plan:
-            self.kept.setdefault(key, {})[rollout.index] = rollout
+    def __call__(self, judged: Judged) -> None:
+        key = _resample_from(judged.rollout)
+        if key != -2 and judged.rollout.index < self.per_plan:
+            self.kept.setdefault(key, {})[judged.rollout.index] = judged
         if self.then is not None:
-            self.then(rollout)
+            self.then(judged)
 
     def plans_for(self, result: Mapping[str, Any]) -> list[int | None]:
         """Plans worth showing for a result: the decisive step re-decided (what the agent
@@ -267,30 +268,18 @@ class RolloutSampler:
                 seen.append(key)
         return seen
 
-    async def alternatives_async(
-        self, result: Mapping[str, Any], outcome: Outcome | None = None
-    ) -> list[dict[str, Any]]:
-        """The ``alternatives`` section: the kept rollouts of :meth:`plans_for`, each judged
-        again by ``outcome`` (a pure function of the rollout's steps; a judge outcome costs a
-        policy call per rollout shown)."""
-        out: list[dict[str, Any]] = []
-        for key in self.plans_for(result):
-            for index in sorted(self.kept[key]):
-                rollout = self.kept[key][index]
-                failed = None
-                if outcome is not None and rollout.ok:
-                    try:
-                        failed = await rollout_failed(outcome, rollout)
-                    except Exception:
-                        failed = None
-                out.append(rollout_view(rollout, resample_from=key, failed=failed))
-        return out
-
-    def alternatives(
-        self, result: Mapping[str, Any], outcome: Outcome | None = None
-    ) -> list[dict[str, Any]]:
-        """Synchronous :meth:`alternatives_async` (not from inside a running event loop)."""
-        return asyncio.run(self.alternatives_async(result, outcome))
+    def alternatives(self, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The ``alternatives`` section: the kept rollouts of :meth:`plans_for`, each with
+        the outcome it was judged by during the analysis (None: not judged)."""
+        return [
+            rollout_view(
+                self.kept[key][index].rollout,
+                resample_from=key,
+                failed=self.kept[key][index].failed,
+            )
+            for key in self.plans_for(result)
+            for index in sorted(self.kept[key])
+        ]
 
 
 def rollout_view(
@@ -338,7 +327,6 @@ def report_sections(
     service: str | None = None,
     sampler: RolloutSampler | None = None,
     result: Mapping[str, Any] | None = None,
-    outcome: Outcome | None = None,
 ) -> dict[str, Any]:
     """The optional report keys of a result: ``timeline`` (from ``steps``) and
     ``alternatives`` (from ``sampler``, choosing plans around ``result``'s decisive step)."""
@@ -346,7 +334,7 @@ def report_sections(
     if steps is not None and steps.height:
         sections["timeline"] = timeline_section(steps, service=service)
     if sampler is not None and result is not None:
-        sections["alternatives"] = sampler.alternatives(result, outcome)
+        sections["alternatives"] = sampler.alternatives(result)
     return sections
 
 

@@ -235,12 +235,8 @@ class RunManager:
                 result = await analyse(
                     request, recorded, config, budget=budget, on_progress=sampler, env=ready.env
                 )
-                document = await asyncio.to_thread(  # it runs an event loop of its own
-                    with_report_sections,
-                    result.to_dict(),
-                    steps=steps,
-                    sampler=sampler,
-                    outcome=config.outcome,
+                document = await asyncio.to_thread(  # the timeline of a long trace takes a while
+                    with_report_sections, result.to_dict(), steps=steps, sampler=sampler
                 )
         run.calls, run.tokens = budget.calls, budget.tokens
         return document

@@ -16,6 +16,7 @@ import polars as pl
 
 from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.replay.engine import RolloutSet, run_plan_async
+from otelcar.replay.execution import Judged
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
@@ -72,7 +73,7 @@ class RolloutArm:
         seed: int,
         outcome: Outcome,
         concurrency: int,
-        on_rollout: Callable[[Rollout], None] | None = None,
+        on_rollout: Callable[[Judged], None] | None = None,
     ) -> RolloutSet | None:
         """Bring the arm up to ``upto`` rollouts (indexes ``first … first + upto − 1``), each
         drawn once; the new rollouts (None when there were already as many)."""
@@ -159,7 +160,7 @@ async def extend(
     seed: int,
     outcome: Outcome,
     concurrency: int,
-    on_rollout: Callable[[Rollout], None] | None = None,
+    on_rollout: Callable[[Judged], None] | None = None,
 ) -> None:
     """Bring every plan in ``needed`` up to ``upto`` rollouts (a judge's calls, too, go
     through ``env``)."""

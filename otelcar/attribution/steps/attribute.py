@@ -89,9 +89,9 @@ from otelcar.outcome import (
 )
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import RolloutsFailed
-from otelcar.replay.execution import current_executor
+from otelcar.replay.execution import Judged, current_executor
 from otelcar.replay.fidelity import check_fidelity_async
-from otelcar.replay.harness import Budget, Environment, Rollout
+from otelcar.replay.harness import Budget, Environment
 from otelcar.replay.recorded import RecordedRun
 from otelcar.sync import synchronous
 
@@ -189,7 +189,7 @@ async def attribute_async(
     budget: Budget | None = None,
     concurrency: int = 8,
     credit: bool = False,
-    on_rollout: Callable[[Rollout], None] | None = None,
+    on_rollout: Callable[[Judged], None] | None = None,
     shapley: bool = False,
     shapley_pairs: int = 4,
     shapley_rollouts: int = 16,
@@ -349,7 +349,7 @@ def arm_sampler(
     env: Environment,
     judged: Outcome,
     concurrency: int,
-    on_rollout: Callable[[Rollout], None] | None,
+    on_rollout: Callable[[Judged], None] | None,
 ) -> Sampler:
     """The sampling stage's one way to draw: bring the plans ``needed`` of an outcome arm to
     ``upto`` rollouts on a seed's draws, judged by ``judged``, in ``env``."""
