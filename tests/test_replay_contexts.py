@@ -21,7 +21,7 @@ import pytest
 
 from otelcar import Store, import_files
 from otelcar.attribution.steps.attribute import Negated
-from otelcar.messages import Message, ToolCall, encode_arguments
+from otelcar.messages import MESSAGE_DTYPE, Message, ToolCall, encode_arguments
 from otelcar.outcome import AllOf, AnyOf, FinalAnswer, ToolCalled, events_of, judges_events
 from otelcar.policies import (
     DecisionRequest,
@@ -30,7 +30,20 @@ from otelcar.policies.digest import MessageChain, messages_digest
 from otelcar.replay import Plan, load_run
 from otelcar.replay.contexts import ReplayedObservation, SharedContext
 from otelcar.replay.harness import ReplayedDecision, Rollout, replay
-from otelcar.replay.recorded import ContextLink, RecordedRun
+from otelcar.replay.recorded import (
+    ActionRef,
+    ContextLink,
+    Literal,
+    ObsRef,
+    RecordedDecision,
+    RecordedObservation,
+    RecordedRun,
+    _context_links,
+    _MessageReader,
+    _read_contexts,
+    _Templates,
+)
+from otelcar.replay.requests import _message_added_between_decisions
 from otelcar.replay.rollout_table import (
     ROLLOUT_SCHEMA,
     rollout_events,
@@ -266,3 +279,184 @@ def test_load_run_reads_each_message_as_the_table_holds_it(folder: Path, tmp_pat
                 assert decision.action == Message.from_row(row["output"])
             decisions += 1
     assert decisions > 0
+
+
+def _links_from_scratch(decisions: list[RecordedDecision]) -> list[ContextLink]:
+    """The plain construction of the context links: every template read whole."""
+    links: list[ContextLink] = []
+    parent: RecordedDecision | None = None
+    for d in decisions:
+        observed = frozenset(i.decision for i in d.template if isinstance(i, ObsRef))
+        link = ContextLink(None, 0, observed)
+        if parent is not None and d.context is not None:
+            shared, earlier = len(parent.template), links[parent.index].observed
+            acted = [i.decision for i in parent.template if isinstance(i, ActionRef)]
+            if d.template[:shared] == parent.template and all(
+                (a in observed) == (a in earlier) for a in acted
+            ):
+                link = ContextLink(parent.index, shared, observed)
+        links.append(link)
+        parent = d if d.context is not None else parent
+    return links
+
+
+def _added_from_scratch(decisions: list[RecordedDecision]) -> str | None:
+    """The plain reading of "the agent's code adds a message between decisions": every
+    template read whole; the basis it gives, else ``None``."""
+    for d in decisions[1:]:
+        seen = False
+        for item in d.template:
+            seen |= isinstance(item, ActionRef | ObsRef)
+            if seen and isinstance(item, Literal) and item.message.role in ("user", "system"):
+                return (
+                    f"adds a {item.message.role} message between decisions (before step {d.step})"
+                )
+    return None
+
+
+def _assert_read_as_from_scratch(decisions: list[RecordedDecision], where: str) -> None:
+    scratch = _Templates(decisions, reuse=False)
+    assert [d.template for d in decisions] == [scratch.of(d) for d in decisions], where
+    assert list(_context_links(decisions)) == _links_from_scratch(decisions), where
+    added = _message_added_between_decisions(RecordedRun("t", decisions, pl.DataFrame()))
+    expected = _added_from_scratch(decisions)
+    assert (added is None) == (expected is None), where
+    assert added is None or expected in added.basis, where
+
+
+@pytest.mark.parametrize("folder", [FRAMEWORKS, EXTERNAL], ids=["frameworks", "external"])
+def test_templates_links_and_structure_read_incrementally_are_read_whole(
+    folder: Path, tmp_path: Path
+) -> None:
+    """A template that extends the previous one reuses its items; the links and the structure
+    read only the new items: all equal the plain constructions, on every fixture."""
+    need_data(folder)
+    store = Store(tmp_path / "store")
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".md"]
+    import_files([p for p in files if p.suffix not in (".py", ".txt")], store=store)
+    for trace_id in store.traces()["trace_id"].to_list():
+        _assert_read_as_from_scratch(load_run(trace_id, store.steps(trace_id)).decisions, trace_id)
+
+
+def _decision(index: int, context: list[Message], action: Message, result: str) -> RecordedDecision:
+    calls = action.tool_calls
+    observations = [RecordedObservation(call, result, None) for call in calls]
+    return RecordedDecision(
+        index, 2 * index, None, "llm", context, action, observations, None, {}, None, None
+    )
+
+
+def _templates_of(decisions: list[RecordedDecision]) -> None:
+    templates = _Templates(decisions)
+    for d in decisions:
+        d.template = templates.of(d)
+
+
+def test_a_template_is_read_whole_where_reuse_would_explain_it_otherwise() -> None:
+    """A call id used again (the shared tool message then answers the later call) and a
+    message in a shared context that a later decision produces (an assistant example the
+    model then repeats): the templates are read from scratch there, not reused."""
+    system, user = Message("system", "s"), Message("user", "u")
+
+    def act(n: int, call_id: str | None = "c") -> Message:
+        return Message("assistant", None, (ToolCall("f", {"n": n}, call_id),))
+
+    def answer(text: str, call_id: str | None = "c") -> Message:
+        return Message("tool", text, tool_call_id=call_id)
+
+    reused = [system, user, act(0), answer("r0")]
+    cases = {
+        "call id used again": [
+            _decision(0, [system, user], act(0), "r0"),
+            _decision(1, reused, act(1), "r1"),
+            _decision(2, [*reused, act(1), answer("r1")], act(2), "r2"),
+        ],
+        "example repeated": [
+            _decision(
+                0, [system, Message("assistant", "ok"), user], Message("assistant", "ok"), ""
+            ),
+            _decision(
+                1,
+                [system, Message("assistant", "ok"), user, Message("assistant", "ok"), user],
+                act(1),
+                "r",
+            ),
+        ],
+        "no call ids": [
+            _decision(0, [system, user], act(0, None), "r0"),
+            _decision(1, [system, user, act(0, None), answer("r0", None)], act(1, None), "r1"),
+            _decision(
+                2,
+                [
+                    system,
+                    user,
+                    act(0, None),
+                    answer("r0", None),
+                    act(1, None),
+                    answer("r1", None),
+                    user,
+                ],
+                act(2, None),
+                "r2",
+            ),
+        ],
+    }
+    cases["an action's results referenced later"] = [
+        _decision(0, [system, user], act(0, "c0"), "r0"),
+        _decision(1, [system, user, act(0, "c0")], act(1, "c1"), "r1"),
+        _decision(
+            2,
+            [system, user, act(0, "c0"), answer("r0", "c0"), act(1, "c1"), answer("r1", "c1")],
+            act(2, "c2"),
+            "r2",
+        ),
+    ]
+    for where, decisions in cases.items():
+        _templates_of(decisions)
+        _assert_read_as_from_scratch(decisions, where)
+    first, later = cases["call id used again"][1:]
+    assert first.template[3] == ObsRef(0, 0, answer("r0")) and later.template[3] == ObsRef(
+        1, 0, answer("r0")
+    )
+    assert isinstance(cases["example repeated"][1].template[1], ActionRef)
+    linked = _context_links(cases["an action's results referenced later"])
+    assert [link.parent for link in linked] == [None, 0, None]
+
+
+def test_a_context_is_read_as_the_previous_one_only_when_it_starts_with_it() -> None:
+    """Each context reads as its own row; one that starts with the previous row's messages
+    shares their objects. A message whose only difference is a missing against an empty
+    text, a rewritten history and an uncaptured row in between are not taken as the same."""
+
+    def row(role: str, content: str | None) -> dict[str, Any]:
+        return {
+            "role": role,
+            "content": content,
+            "tool_calls": [],
+            "tool_call_id": None,
+            "name": None,
+            "reasoning": None,
+        }
+
+    contexts = [
+        [row("system", "s"), row("user", None)],
+        [row("system", "s"), row("user", None), row("assistant", "a")],
+        [row("system", "s"), row("user", ""), row("assistant", "a")],
+        [row("system", "s"), row("user", ""), row("assistant", "a"), row("user", "more")],
+        [row("system", "rewritten"), row("user", "")],
+        [row("system", "rewritten"), row("user", ""), row("user", "again")],
+        None,
+        [row("system", "rewritten"), row("user", ""), row("user", "again"), row("user", "x")],
+    ]
+    captured = [True, True, True, True, True, False, True, True]
+    llm = pl.DataFrame(
+        {"input_messages": contexts, "content_captured": captured},
+        schema={"input_messages": pl.List(MESSAGE_DTYPE), "content_captured": pl.Boolean},
+    )
+    read = _read_contexts(llm, _MessageReader())
+    for got, rows, kept in zip(read, contexts, captured, strict=True):
+        expected = None if rows is None or not kept else [Message.from_row(m) for m in rows]
+        assert got == expected
+    assert read[1] is not None and read[0] is not None and read[1][1] is read[0][1]
+    assert read[2] is not None and read[2][1].content == "" and read[3][:3] == read[2]
+    assert read[5] is None and read[7] is not None and read[7][2].content == "again"

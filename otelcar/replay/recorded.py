@@ -171,27 +171,40 @@ def _context_links(decisions: list[RecordedDecision]) -> tuple[ContextLink, ...]
     for an action on whether the template references that action's observations. Between
     the parent and this decision only decisions at or after the parent change (the parent's
     template references none of them), so the shared items expand alike when every action
-    they reference has its observations referenced by both templates or by neither."""
+    they reference has its observations referenced by both templates or by neither.
+
+    A template that starts with its parent's has the parent's references plus those of its
+    new items: only the new items are read (templates that share their items compare in
+    time linear in them, object by object)."""
     links: list[ContextLink] = []
+    acted: list[frozenset[int]] = []  # per decision: the actions its template references
     parent: RecordedDecision | None = None
     for decision in decisions:
         template = decision.template
-        observed = frozenset(item.decision for item in template if isinstance(item, ObsRef))
-        link = ContextLink(None, 0, observed)
-        if parent is not None and decision.context is not None:
-            shared = len(parent.template)
+        shared = len(parent.template) if parent is not None else 0
+        extends = (
+            parent is not None and shared <= len(template) and template[:shared] == parent.template
+        )
+        added: frozenset[int] = frozenset()
+        if extends:
+            assert parent is not None
+            new = template[shared:]
             earlier = links[parent.index].observed
-            if (
-                shared <= len(template)
-                and template[:shared] == parent.template
-                and all(
-                    (item.decision in observed) == (item.decision in earlier)
-                    for item in parent.template
-                    if isinstance(item, ActionRef)
-                )
-            ):
-                link = ContextLink(parent.index, shared, observed)
+            added = frozenset(item.decision for item in new if isinstance(item, ObsRef)) - earlier
+            observed = earlier | added
+            actions = acted[parent.index].union(
+                item.decision for item in new if isinstance(item, ActionRef)
+            )
+        else:
+            observed = frozenset(item.decision for item in template if isinstance(item, ObsRef))
+            actions = frozenset(item.decision for item in template if isinstance(item, ActionRef))
+        link = ContextLink(None, 0, observed)
+        # the parent's actions are referenced with their observations by both or by neither:
+        # those that only this template observes are the ones ``added``
+        if extends and decision.context is not None and acted[parent.index].isdisjoint(added):
+            link = ContextLink(parent.index, shared, observed)
         links.append(link)
+        acted.append(actions)
         if decision.context is not None:
             parent = decision
     return tuple(links)
@@ -284,22 +297,20 @@ def load_run(
     checked against the trace here (:class:`~otelcar.replay.requests.RequestError`);
     ``live``: what the live agent's requests carried, by step, and ``live_rollouts``:
     whether the rollouts run on that agent (:func:`~otelcar.replay.requests.plan_requests`)."""
-    rows = steps.sort("step").to_dicts()
+    ordered = steps if steps["step"].is_sorted() else steps.sort("step")
+    rows = ordered.drop("input_messages").to_dicts()
     tools_by_call_step: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:
         if r["kind"] == "tool":
             tools_by_call_step.setdefault(r["call_step"], []).append(r)
     message = _MessageReader()
+    contexts = iter(_read_contexts(ordered.filter(pl.col("kind") == "llm"), message))
     decisions: list[RecordedDecision] = []
     for row in rows:
         if row["kind"] != "llm":
             continue
         captured = bool(row["content_captured"])
-        context = (
-            [message(m) for m in row["input_messages"]]
-            if row["input_messages"] is not None and captured
-            else None
-        )
+        context = next(contexts)
         action = message(row["output"]) if row["output"] is not None else None
         decision = RecordedDecision(
             index=len(decisions),
@@ -349,12 +360,9 @@ def load_run(
             decision.observations.append(
                 RecordedObservation(call, result, row["step"] if row else None, error)
             )
-    by_call_id: dict[str, tuple[int, int]] = {}  # observations of the decisions so far
+    templates = _Templates(decisions)
     for decision in decisions:
-        decision.template = _template(decision, decisions, by_call_id)
-        for i, obs in enumerate(decision.observations):
-            if obs.call.id:
-                by_call_id[obs.call.id] = (decision.index, i)
+        decision.template = templates.of(decision)
     run = RecordedRun(trace_id, decisions, steps)
     run.context_links()  # once, here: linear in the recorded messages, like the templates
     from otelcar.replay.requests import plan_requests
@@ -363,47 +371,127 @@ def load_run(
     return run
 
 
-def _template(
-    decision: RecordedDecision,
-    decisions: list[RecordedDecision],
-    by_call_id: dict[str, tuple[int, int]],
-) -> list[TemplateItem]:
-    """Explain each message of a recorded context by an earlier action or observation
-    (``by_call_id``: the earlier decisions' observations by call id, later ones winning)."""
-    if decision.context is None:
-        return []
-    end = decision.index  # the earlier decisions: decisions[:end]
-    items: list[TemplateItem] = []
-    last_action: int | None = None
-    pending_calls: list[int] = []
-    cursor = 0  # contexts are chronological: match actions in order, never backwards
-    for message in decision.context:
-        if message.role == "tool":
-            ref = by_call_id.get(message.tool_call_id or "")
-            if ref is None and last_action is not None and pending_calls:
-                ref = (last_action, pending_calls[0])  # no ids: by position after the action
-            if ref is not None:
-                if ref[0] == last_action and ref[1] in pending_calls:
-                    pending_calls.remove(ref[1])
-                items.append(ObsRef(ref[0], ref[1], message))
+def _read_contexts(llm: pl.DataFrame, message: _MessageReader) -> list[list[Message] | None]:
+    """The contexts of the LLM rows (in step order), read through ``message``; ``None`` where
+    the context is missing or its content was not captured. A context that starts with the
+    previous row's messages (compared in Polars) is that context followed by its new messages,
+    so only new messages are converted: a run whose contexts each repeat the conversation so
+    far is read in time linear in its messages, not in the sum of its contexts' lengths."""
+    m, texts = pl.col("input_messages"), pl.col("texts")
+    ok = m.is_not_null() & pl.col("content_captured").fill_null(False)
+    before = m.list.len().shift(1)
+    extends = (
+        ok
+        & ok.shift(1).fill_null(False)
+        & (m.list.len() >= before)
+        # exact: each message as its JSON text (comparing the structs is slower)
+        & texts.list.head(before).eq_missing(texts.shift(1))
+    )
+    read = llm.with_columns(texts=m.list.eval(pl.element().struct.json_encode())).select(
+        ok=ok,
+        extends=extends.fill_null(False),
+        new=pl.when(ok).then(pl.when(extends).then(m.list.slice(before)).otherwise(m)),
+    )
+    contexts: list[list[Message] | None] = []
+    previous: list[Message] | None = None
+    for captured, extended, new in read.iter_rows():
+        context = None
+        if captured:
+            context = [message(row) for row in new]
+            if extended and previous is not None:
+                context = previous + context
+        contexts.append(context)
+        previous = context
+    return contexts
+
+
+class _Templates:
+    """The context templates of a run's decisions, in order (:meth:`of`, decision by
+    decision): each message of a recorded context explained by an earlier action or
+    observation.
+
+    A context that extends the previous captured one reuses its template for the shared
+    messages and explains only the new ones, when that gives what explaining every message
+    would (``reuse=False``): no call id that the shared messages answer was (re)assigned by
+    the decisions since, and no message of them was left unexplained that a decision since
+    could have produced. Otherwise the template is built from scratch."""
+
+    def __init__(self, decisions: list[RecordedDecision], *, reuse: bool = True) -> None:
+        self._decisions = decisions
+        self._reuse = reuse
+        #: the earlier decisions' observations by call id, later ones winning
+        self._by_call_id: dict[str, tuple[int, int]] = {}
+        self._last: RecordedDecision | None = None  # the latest decision with a template
+        self._state: tuple[int, int | None, list[int]] = (0, None, [])
+        self._answered: set[str] = set()  # call ids the last template's tool messages carry
+        self._unexplained = False  # a message there that a later action could explain
+        self._assigned: set[str] = set()  # call ids assigned since the last template
+
+    def of(self, decision: RecordedDecision) -> list[TemplateItem]:
+        """``decision``'s template (the decisions before it were given theirs)."""
+        items = self._template(decision) if decision.context is not None else []
+        for i, obs in enumerate(decision.observations):
+            if obs.call.id:
+                self._by_call_id[obs.call.id] = (decision.index, i)
+                self._assigned.add(obs.call.id)
+        return items
+
+    def _extends_last(self, context: list[Message]) -> bool:
+        last = self._last
+        if not self._reuse or last is None or last.context is None:
+            return False
+        shared = len(last.context)
+        return (
+            not self._unexplained
+            and not (self._assigned & self._answered)
+            and len(context) >= shared
+            and context[:shared] == last.context
+        )
+
+    def _template(self, decision: RecordedDecision) -> list[TemplateItem]:
+        context = decision.context
+        assert context is not None
+        if self._extends_last(context):
+            assert self._last is not None and self._last.context is not None
+            items = list(self._last.template)
+            cursor, last_action, pending = self._state
+            pending = list(pending)
+            new = context[len(self._last.context) :]
+        else:
+            items, cursor, last_action, pending, new = [], 0, None, [], context
+            self._answered, self._unexplained = set(), False
+        decisions, by_call_id = self._decisions, self._by_call_id
+        end = decision.index  # the earlier decisions: decisions[:end]
+        for message in new:
+            if message.role == "tool":
+                self._answered.add(message.tool_call_id or "")
+                ref = by_call_id.get(message.tool_call_id or "")
+                if ref is None and last_action is not None and pending:
+                    ref = (last_action, pending[0])  # no ids: by position after the action
+                if ref is not None:
+                    if ref[0] == last_action and ref[1] in pending:
+                        pending.remove(ref[1])
+                    items.append(ObsRef(ref[0], ref[1], message))
+                    continue
+            match = None
+            if message.role not in ("user", "system"):
+                # the first earlier action from the cursor on that is this message; contexts
+                # are chronological, so it is nearly always the one at the cursor: tried first
+                if cursor < end and _produced(decisions[cursor], message):
+                    match = decisions[cursor]
+                else:
+                    found = (d for d in islice(decisions, cursor, end) if _produced(d, message))
+                    match = next(found, None)
+                self._unexplained |= match is None
+            if match is not None:
+                items.append(ActionRef(match.index, message))
+                cursor = match.index + 1
+                last_action = match.index
+                pending = list(range(len(match.observations)))
                 continue
-        match = None
-        if message.role not in ("user", "system"):
-            # the first earlier action from the cursor on that is this message; contexts are
-            # chronological, so it is nearly always the one at the cursor: tried first
-            if cursor < end and _produced(decisions[cursor], message):
-                match = decisions[cursor]
-            else:
-                found = (d for d in islice(decisions, cursor, end) if _produced(d, message))
-                match = next(found, None)
-        if match is not None:
-            items.append(ActionRef(match.index, message))
-            cursor = match.index + 1
-            last_action = match.index
-            pending_calls = list(range(len(match.observations)))
-            continue
-        items.append(Literal(message))
-    return items
+            items.append(Literal(message))
+        self._last, self._state, self._assigned = decision, (cursor, last_action, pending), set()
+        return items
 
 
 def _produced(decision: RecordedDecision, message: Message) -> bool:

@@ -37,10 +37,11 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from otelcar.errors import OtelcarError
-from otelcar.replay.recorded import ActionRef, Literal, ObsRef, RecordedDecision
+from otelcar.replay.recorded import ActionRef, Literal, ObsRef, RecordedDecision, TemplateItem
 
 if TYPE_CHECKING:
     from otelcar.replay.recorded import RecordedRun
@@ -366,9 +367,37 @@ def detect_structure(run: RecordedRun) -> Part:
                 "inferred",
                 f"the recorded requests{who} offer different tools at different decisions",
             )
+    added = _message_added_between_decisions(run)
+    if added is not None:
+        return added
+    basis = "each context is the previous one plus the action and its tool results"
+    if ends_bounded(run):
+        basis += (
+            f"; the recording ends on a tool call (step {run.decisions[-1].step}), not on an "
+            f"answer, so the agent stops after {run.horizon} decisions"
+        )
+    return Part("loop", "inferred", basis)
+
+
+def _message_added_between_decisions(run: RecordedRun) -> Part | None:
+    """A workflow when a template (after the first decision's) has a user or system message
+    after a reference to an earlier action or observation: the agent's code adds it. A
+    template that starts with the previous one read (a checked one) is read from its new
+    items on, where the previous one's reading left off."""
+    checked: list[TemplateItem] | None = None  # the latest template read, found clean
+    after_reference = False
     for decision in run.decisions[1:]:
-        after_reference = False
-        for item in decision.template:
+        template = decision.template
+        start = 0
+        if (
+            checked is not None
+            and len(checked) <= len(template)
+            and template[: len(checked)] == checked
+        ):
+            start = len(checked)
+        else:
+            after_reference = False
+        for item in islice(template, start, None):
             if isinstance(item, ActionRef | ObsRef):
                 after_reference = True
             elif (
@@ -382,13 +411,8 @@ def detect_structure(run: RecordedRun) -> Part:
                     f"the agent's code adds a {item.message.role} message between decisions "
                     f"(before step {decision.step})",
                 )
-    basis = "each context is the previous one plus the action and its tool results"
-    if ends_bounded(run):
-        basis += (
-            f"; the recording ends on a tool call (step {run.decisions[-1].step}), not on an "
-            f"answer, so the agent stops after {run.horizon} decisions"
-        )
-    return Part("loop", "inferred", basis)
+        checked = template
+    return None
 
 
 def ends_bounded(run: RecordedRun) -> bool:
