@@ -152,7 +152,9 @@ def _coin_null(n: int = 3):
     def fails(table) -> bool:
         if "rollout" not in table.columns:
             return True  # the recorded run, and the fidelity check's replay of it
-        seeds = table.filter(table["kind"] == "llm")["seed"].to_list()
+        kinds = table["kind"].to_list()  # lists, not a Polars filter: once per rollout
+        seeds = [seed for kind, seed in zip(kinds, table["seed"].to_list(), strict=True)
+                 if kind == "llm"]  # fmt: skip
         return _coin(0, int(table["rollout"][0]), (str(seeds), *synthetic._choices_made(table)))
 
     return load_run(synthetic.TRACE_ID, steps), registry, FunctionOutcome(fails, "coin")

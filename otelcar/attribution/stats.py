@@ -104,11 +104,13 @@ def newcombe_paired(
     return Interval(max(-1.0, d - math.sqrt(max(dl2, 0.0))), min(1.0, d + math.sqrt(max(du2, 0.0))))
 
 
+@functools.lru_cache(maxsize=8192)
 def mcnemar_exact_greater(only_b: int, only_a: int) -> float:
     """One-sided exact McNemar p-value for H1: P(B) > P(A).
 
     Under H0 the ``only_b`` discordant pairs are Binomial(only_a + only_b, 1/2) or fewer;
-    p = P(X ≥ only_b). With no discordant pair the p-value is 1.
+    p = P(X ≥ only_b). With no discordant pair the p-value is 1. Remembered, as :func:`_z`:
+    the curve asks it of every step at every look, mostly with the same few small counts.
     """
     discordant = only_a + only_b
     if discordant == 0:
@@ -217,7 +219,22 @@ def rejection_chance(
     probability that the step's p-value reaches the threshold there. Used only to stop
     sampling (futility), never to reject. ``test``: ``"exact"`` (the exact McNemar p-value)
     or ``"e"`` (the anytime-valid ``1/E`` of :func:`discordant_e_value`).
+
+    A pure function of its counts and looks, so it is memoised: the futility check asks it of
+    every open step at every look, mostly with the same few small counts.
     """
+    return _rejection_chance(only_now, only_before, pairs, tuple(future), test)
+
+
+@functools.lru_cache(maxsize=8192)
+def _rejection_chance(
+    only_now: int,
+    only_before: int,
+    pairs: int,
+    future: tuple[tuple[int, float], ...],
+    test: str,
+) -> float:
+    """:func:`rejection_chance`, its looks as a tuple (hashable: a cache key)."""
     favour = (only_now + 1) / (pairs + 2)
     against = only_before / (pairs + 2)
     rest = max(0.0, 1.0 - favour - against)
