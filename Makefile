@@ -38,11 +38,12 @@ test: $(STAMP)
 	$(VENV)/bin/ruff format --check otelcar tests benchmarks fixtures examples
 	@# Two workers, one module each at a time (--dist loadscope): module- and session-scoped
 	@# fixtures (the reduced demo, the model server) run once per worker that needs them, and
-	@# the modules with a `slow` test start first (tests/conftest.py) so both end together.
+	@# the longest modules start first (tests/conftest.py) so both end together: in the
+	@# order conftest gives them (--no-loadscope-reorder), not by their number of tests.
 	@# `pytest -m "not slow"` is the quick local loop. Bytecode is cached even where
 	@# PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of Python processes (pytest's
 	@# own, the CLI, live agents), and each would otherwise compile and assert-rewrite again.
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -n 2 --dist loadscope
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder
 
 ## schemas: regenerate the generated contracts and the CLI reference (tests check both)
 schemas: $(STAMP)

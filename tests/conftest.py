@@ -62,16 +62,47 @@ def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPath
         yield server
 
 
+#: The longest modules' cost in seconds on one idle core (measured with ``--durations``;
+#: rough: it only orders them). On `make test`'s two workers (``--dist loadscope`` with
+#: ``--no-loadscope-reorder``: a module is one unit, and a worker takes the next unit when it
+#: is almost done with its own) the units start longest first, so the reduced demo starts at
+#: once on one worker while the next longest go to the other, and the many short modules fill
+#: in behind them: both workers end together instead of one waiting on a long module it took
+#: last (longest-first list scheduling). A module not listed here counts as short; one with a
+#: ``slow`` test still goes before the unmarked ones.
+MODULE_SECONDS: dict[str, float] = {
+    "tests/test_demo_e2e.py": 400,
+    "tests/test_live.py": 190,
+    "tests/test_local_model.py": 120,
+    "tests/test_attribution_calibration.py": 110,
+    "tests/test_counterfactual_agents.py": 80,
+    "tests/test_mcp_bounded.py": 60,
+    "tests/test_triage.py": 60,
+    "tests/test_ray_executor.py": 60,
+    "tests/test_store_kill.py": 55,
+    "tests/test_attribution.py": 50,
+    "tests/test_live_aggregate_mcp.py": 35,
+    "tests/test_replay_local_model.py": 35,
+    "tests/test_why_fix.py": 35,
+    "tests/test_live_node.py": 30,
+    "tests/test_live_agents_sdk.py": 30,
+    "tests/test_live_write_test.py": 30,
+    "tests/test_receiver.py": 30,
+    "tests/test_sequential_stats.py": 30,
+    "tests/test_fuzz_decoders.py": 25,
+    "tests/test_live_process_outcome.py": 25,
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with a ``slow`` test run first, each kept whole (its module fixtures set up
-    once), the rest in their usual order. On `make test`'s two workers (``--dist loadscope``:
-    a worker takes the next module when it is almost done with its own) the longest units —
-    the reduced demo (tests/test_demo_e2e.py, one module fixture of about 6 minutes), the
-    local model, the live agents — start at once and the many short modules fill in behind
-    them, so both workers end together instead of one waiting on a long module it took last."""
+    """The modules in :data:`MODULE_SECONDS`, longest first; then the other modules with a
+    ``slow`` test; then the rest, each group in its usual order. A module's tests stay
+    together (its module fixtures set up once)."""
 
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
 
     slow_modules = {module(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: module(item) not in slow_modules)  # stable
+    items.sort(  # stable
+        key=lambda item: (-MODULE_SECONDS.get(module(item), 0), module(item) not in slow_modules)
+    )
