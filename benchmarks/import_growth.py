@@ -14,7 +14,13 @@ results have ``--payload`` characters) and measures, CPU time in this process, b
 3. the same with the memo switched off (the path before it), up to ``--baseline-max`` steps;
 4. the steps table from the rows as the store builds it (``tables.frame_of``: each distinct
    message converted once), and row by row (``pl.DataFrame``, the path before it), up to
-   ``--baseline-max`` steps.
+   ``--baseline-max`` steps;
+5. the bytes of the trace's spans and steps parts as the store writes them (Parquet, written
+   to memory): kept whole (the layout before issue 40: every history again in each step and
+   each chat span's attributes) and as the store keeps them now (messages once per build,
+   contexts as references, big attributes left in the raw records: ``otelcar.store.refs``,
+   ``otelcar.store.raw_spans``), with the write's CPU time; what the new parts read back as
+   must equal the table built from the rows (exit 1 otherwise).
 
 With and without the memo the rows must be equal, and both tables too (the script exits 1
 otherwise). It prints
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import itertools
 import json
 import math
@@ -46,8 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replay_overhead  # the same synthetic agent run as the replay benchmark
 
 import otelcar.trajectory as trajectory
-from otelcar.schema import STEPS_SCHEMA
-from otelcar.store.tables import frame_of
+from otelcar.schema import SPANS_SCHEMA, STEPS_SCHEMA
+from otelcar.store.raw_spans import SPANS_FILE_SCHEMA, span_file_rows
+from otelcar.store.refs import STEPS_PART_SCHEMA, encode_steps, resolve_messages
+from otelcar.store.tables import frame_of, span_rows
 
 T = TypeVar("T")
 MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
@@ -74,6 +83,38 @@ def without_memo(spans: list) -> Any:
         trajectory.trace_memo = saved
 
 
+def _parquet_bytes(*frames: pl.DataFrame) -> int:
+    """Bytes of ``frames`` written as Parquet with the store's settings (Polars' defaults)."""
+    total = 0
+    for frame in frames:
+        buffer = io.BytesIO()
+        frame.write_parquet(buffer)
+        total += buffer.tell()
+    return total
+
+
+def parts_whole(spans: list, rows: list[dict[str, Any]]) -> int:
+    """Bytes of the spans and steps parts of one trace kept whole (the layout before)."""
+    steps = frame_of(rows, STEPS_PART_SCHEMA)
+    return _parquet_bytes(pl.DataFrame(span_rows(spans), schema=SPANS_SCHEMA), steps)
+
+
+def parts_now(spans: list, rows: list[dict[str, Any]]) -> tuple[int, Any]:
+    """Bytes of the spans, steps and messages parts of one trace as the store writes them,
+    and what the encoded steps and messages are."""
+    encoded = encode_steps(rows)
+    spans_part = pl.DataFrame(span_file_rows(spans), schema=SPANS_FILE_SCHEMA)
+    return _parquet_bytes(spans_part, encoded.steps, encoded.messages), encoded
+
+
+def check_read_back(rows: list[dict[str, Any]], encoded: Any, steps: int) -> None:
+    """Exit 1 unless the encoded steps read back as the table built from the rows."""
+    messages = encoded.messages["message"]
+    read = resolve_messages(encoded.steps.lazy(), lambda builds: (messages, {0: 0})).collect()
+    if not read.equals(frame_of(rows, STEPS_PART_SCHEMA)):
+        raise SystemExit(f"FAILED: {steps} steps: the stored steps read back differently")
+
+
 def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[str, Any]:
     spans = replay_overhead.synth_spans(replay_overhead.Case(steps, payload), seed=1)
     texts = [s.attributes[k] for s in spans for k in MESSAGE_KEYS if k in s.attributes]
@@ -93,6 +134,10 @@ def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[st
         )
         if not plain_frame.equals(frame):
             raise SystemExit(f"FAILED: {steps} steps: frame_of differs from the row-by-row frame")
+    rows = [{**row, "build_id": 0} for row in build.steps]
+    whole_s, whole = best_cpu(lambda: parts_whole(spans, rows), 1)
+    now_s, (now, encoded) = best_cpu(lambda: parts_now(spans, rows), repeat)
+    check_read_back(rows, encoded, steps)
     return {
         "steps": steps,
         "rows": frame.height,
@@ -102,6 +147,10 @@ def measure(steps: int, payload: int, repeat: int, baseline_max: int) -> dict[st
         "plain": plain,
         "table": table,
         "row_by_row": row_by_row,
+        "whole_mb": whole / 1e6,
+        "whole_s": whole_s,
+        "now_mb": now / 1e6,
+        "now_s": now_s,
     }
 
 
@@ -146,12 +195,21 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['memo'] / r['floor']:.2f} | {plain} | {gain} | {r['table']:.3f} | {rows} |"
         )
     print()
+    print("| steps | parts kept whole MB | write s | parts now MB | write s | bytes whole ÷ now |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        print(
+            f"| {r['steps']} | {r['whole_mb']:.2f} | {r['whole_s']:.3f} | {r['now_mb']:.3f} | "
+            f"{r['now_s']:.3f} | {r['whole_mb'] / r['now_mb']:.1f}× |"
+        )
+    print()
     print("growth exponents (time ∝ steps^k between consecutive lengths):")
     for a, b in itertools.pairwise(results):
         print(
             f"  {a['steps']} → {b['steps']}: build_trace {_exponent(a, b, 'memo')}, "
             f"without memo {_exponent(a, b, 'plain')}, floor {_exponent(a, b, 'floor')}, "
-            f"steps table {_exponent(a, b, 'table')}, row by row {_exponent(a, b, 'row_by_row')}"
+            f"steps table {_exponent(a, b, 'table')}, row by row {_exponent(a, b, 'row_by_row')}; "
+            f"bytes kept whole {_exponent(a, b, 'whole_mb')}, now {_exponent(a, b, 'now_mb')}"
         )
     return 0
 

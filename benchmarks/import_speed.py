@@ -10,7 +10,8 @@ OTLP/JSON lines and as a length-prefixed binary protobuf stream, and measures in
 3. ``otelcar import`` of the protobuf stream into another fresh store (a child process);
 4. the store's own floor, for reference: what keeping the protobuf stream costs with no
    decoding or mapping at all (a sha256 and a crc32 of every record, the records appended to a
-   file and fsync-ed, and the Parquet parts that import wrote, written again from memory).
+   file and fsync-ed, and the Parquet parts that import wrote, written again from memory),
+   and the bytes on disk of the raw segments and of each table's parts.
 
 Each import runs in its own child process, started by a small launcher process, so that its
 peak RSS (``ru_maxrss`` from ``os.wait4``) is the import's alone (see :data:`LAUNCHER`).
@@ -742,11 +743,13 @@ class StoreFloor(Floor):
     hashing: float = 0.0
     raw_write: float = 0.0
     parquet: float = 0.0
+    parquet_cpu: float = 0.0
 
     def phases(self) -> str:
         return (
             f"hashing {self.hashing:.3f} s, raw write and fsync {self.raw_write:.3f} s, "
-            f"Parquet writes {self.parquet:.3f} s"
+            f"Parquet writes {self.parquet:.3f} s (CPU {self.parquet_cpu:.3f} s); the floor is "
+            f"{self.seconds / self.raw_write:.1f}× the raw write and fsync"
         )
 
 
@@ -776,9 +779,11 @@ def store_floor(path: Path, store: Path, spans: int) -> StoreFloor:
             handle.flush()
             os.fsync(handle.fileno())
         written = time.perf_counter()
+        cpu = time.process_time()
         for number, part in enumerate(parts):
             part.write_parquet(scratch / f"part-{number}.parquet")
         ended = time.perf_counter()
+        cpu = time.process_time() - cpu
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return StoreFloor(
@@ -789,7 +794,18 @@ def store_floor(path: Path, store: Path, spans: int) -> StoreFloor:
         hashing=hashed - started,
         raw_write=written - hashed,
         parquet=ended - written,
+        parquet_cpu=cpu,
     )
+
+
+def part_sizes(store: Path) -> str:
+    """Bytes on disk of a store's raw segments and of each derived table's Parquet parts."""
+    sizes = {"raw": sum(p.stat().st_size for p in (store / "raw").glob("segment-*"))}
+    for folder in sorted(p for p in (store / "derived").iterdir() if p.is_dir()):
+        sizes[folder.name] = sum(p.stat().st_size for p in folder.glob("*.parquet"))
+    derived = sum(v for k, v in sizes.items() if k != "raw")
+    shown = ", ".join(f"{name} {size / 1e6:.2f}" for name, size in sizes.items())
+    return f"bytes on disk (MB): {shown}; derived parts {derived / 1e6:.2f} in all"
 
 
 # -- child processes --------------------------------------------------------------------------
@@ -1109,6 +1125,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     print(f"verified: each store holds all {data.counts.traces} traces ({issues})\n")
     kept = store_floor(data.proto_path, workdir / "store-proto", data.counts.spans)
     print(table(floors, imports, startup, kept))
+    print(f"\nthe protobuf import's store: {part_sizes(workdir / 'store-proto')}")
     proto_import = imports[-1].run.wall_s
     print(
         f"\nthe store's own floor is {kept.seconds / floors.proto.seconds:.1f}× the protobuf "

@@ -1,11 +1,15 @@
 """Derived tables of a store: records, spans, logs, steps (Parquet parts) and the trace index.
 
 Everything here can be rebuilt from the raw segments (``otelcar reindex``). Each
-materialization is one *build* that writes ``{records,spans,logs,steps}/build-NNNNNN.parquet``
-and ``traces/build-NNNNNN.parquet``: the index rows of the traces it touched, each naming the
-build that holds its current steps. ``state.json`` records how far each raw segment has been
-materialized. ``state.json`` is written last, so a build interrupted by a crash is simply
-redone (its part files are overwritten), and its parts are invisible until then.
+materialization is one *build* that writes ``{records,spans,logs,steps}/build-NNNNNN.parquet``,
+``messages/build-NNNNNN.parquet`` (the distinct messages its steps part refers to:
+:mod:`otelcar.store.refs`) and ``traces/build-NNNNNN.parquet``: the index rows of the traces
+it touched, each naming the build that holds its current steps. ``state.json`` records
+how far each raw segment has been materialized, and the layout of the derived tables
+(:data:`LAYOUT_VERSION`): tables of another layout are refused with "run ``otelcar
+reindex``", which rebuilds them from raw. ``state.json`` is written last, so a build
+interrupted by a crash is simply redone (its part files are overwritten), and its parts
+are invisible until then.
 
 The trace index is ``traces.parquet`` (the index as of some build) plus the committed
 ``traces/`` parts after it, a trace's latest row winning. A build writes only its own rows,
@@ -18,6 +22,8 @@ the latest row of a trace is the same either way.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +34,19 @@ import polars as pl
 from otelcar.errors import StoreError
 from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.schema import LOGS_SCHEMA, RECORDS_SCHEMA, SPANS_SCHEMA, STEPS_SCHEMA, TRACES_SCHEMA
+from otelcar.store.raw_spans import (
+    SPANS_FILE_SCHEMA,
+    raw_attributes,
+    span_file_rows,
+    with_raw_attributes,
+)
+from otelcar.store.refs import (
+    MESSAGES_SCHEMA,
+    STEPS_FILE_SCHEMA,
+    STEPS_PART_SCHEMA,
+    encode_steps,
+    resolve_messages,
+)
 from otelcar.store.tables import (
     frame_of,
     log_from_row,
@@ -36,16 +55,29 @@ from otelcar.store.tables import (
     write_parquet_atomic,
 )
 
-LAYOUT_VERSION = 2  # 2: the steps table has tool_choice
+#: 2: the steps table has tool_choice; 3: steps parts hold messages as references into
+#: a messages part per build (:mod:`otelcar.store.refs`), spans parts leave big attributes
+#: in the raw records (:mod:`otelcar.store.raw_spans`).
+LAYOUT_VERSION = 3
+__all__ = ["FILES", "LAYOUT_VERSION", "STEPS_PART_SCHEMA", "TABLES", "BuildState", "DerivedTables"]
 #: Committed trace-index parts that make :meth:`DerivedTables.compact_traces` merge them.
 TRACES_COMPACT_PARTS = 32
-STEPS_PART_SCHEMA = pl.Schema({**STEPS_SCHEMA, "build_id": pl.Int64})
+#: Messages parts a :class:`DerivedTables` keeps in memory once read.
+MESSAGES_KEPT = 4
+#: Each table as the store serves it (the steps with the build that holds them).
 TABLES = {
     "records": RECORDS_SCHEMA,
     "spans": SPANS_SCHEMA,
     "logs": LOGS_SCHEMA,
     "steps": STEPS_PART_SCHEMA,
     "traces": TRACES_SCHEMA,
+}
+#: Each table's parts as written on disk (:meth:`DerivedTables.scan` reads these).
+FILES = {
+    **TABLES,
+    "spans": SPANS_FILE_SCHEMA,
+    "steps": STEPS_FILE_SCHEMA,
+    "messages": MESSAGES_SCHEMA,
 }
 
 
@@ -59,14 +91,31 @@ class BuildState:
 
 
 class DerivedTables:
-    """The derived tables under one directory."""
+    """The derived tables under one directory. Tables of another layout (or a corrupt
+    ``state.json``) open, but every use of :attr:`state` raises :class:`StoreError` saying to
+    run ``otelcar reindex`` (which builds new tables beside them, never reading them)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.state = self._load_state()
+        self._unusable: str | None = None
+        self._kept: OrderedDict[int, pl.Series] = OrderedDict()  # messages parts read
+        self._kept_lock = threading.Lock()
+        self._state = self._load_state()
 
     # -- state -------------------------------------------------------------------------
+    @property
+    def state(self) -> BuildState:
+        """How far the tables are built; raises :class:`StoreError` when they are unusable."""
+        if self._unusable is not None:
+            raise StoreError(self._unusable)
+        return self._state
+
+    @property
+    def usable(self) -> bool:
+        """Whether the tables are of this otelcar's layout (else: ``otelcar reindex``)."""
+        return self._unusable is None
+
     def _load_state(self) -> BuildState:
         path = self.directory / "state.json"
         if not path.exists():
@@ -74,12 +123,14 @@ class DerivedTables:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise StoreError(f"{path} is corrupt ({exc}); run `otelcar reindex`") from None
+            self._unusable = f"{path} is corrupt ({exc}); run `otelcar reindex`"
+            return BuildState()
         if data.get("layout") != LAYOUT_VERSION:
-            raise StoreError(
+            self._unusable = (
                 f"{path}: store layout {data.get('layout')!r} is not "
                 f"{LAYOUT_VERSION}; run `otelcar reindex` with this otelcar"
             )
+            return BuildState()
         return BuildState(
             dict(data["materialized"]), int(data["next_build"]), int(data["next_seq"])
         )
@@ -104,23 +155,71 @@ class DerivedTables:
         ``state.json`` was never written (interrupted) is invisible until it is redone."""
         folder = self.directory / table
         paths = sorted(folder.glob("build-*.parquet")) if folder.exists() else []
-        limit = self.state.next_build if before is None else min(before, self.state.next_build)
+        next_build = self.state.next_build
+        limit = next_build if before is None else min(before, next_build)
         return [p for p in paths if int(p.stem[len("build-") :]) < limit]
 
     def write_part(self, table: str, build_id: int, rows: list[dict[str, Any]]) -> None:
         """Write (or, with no rows, remove a stale leftover of) one build's part."""
         path = self.part_path(table, build_id)
         if rows:
-            frame = frame_of(rows, TABLES[table])
+            frame = frame_of(rows, FILES[table])
             write_parquet_atomic(frame, path)
         else:
             path.unlink(missing_ok=True)
 
+    def write_spans(self, build_id: int, spans: list[SpanFrame]) -> None:
+        """Write one build's spans part (big attributes left in raw: :mod:`.raw_spans`)."""
+        self.write_part("spans", build_id, span_file_rows(spans))
+
+    def spans_table(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Rows of spans parts (:data:`SPANS_FILE_SCHEMA`, of committed builds) as the spans
+        table (:data:`SPANS_SCHEMA`), attributes left in raw decoded again."""
+        return with_raw_attributes(self, rows)
+
+    def write_steps(self, build_id: int, rows: list[dict[str, Any]]) -> None:
+        """Write one build's steps part (rows of :data:`STEPS_PART_SCHEMA`) and the messages
+        part it refers to, messages first; with no rows, remove stale leftovers of both."""
+        if not rows:
+            self.write_part("steps", build_id, [])
+            self.part_path("messages", build_id).unlink(missing_ok=True)
+            return
+        encoded = encode_steps(rows)
+        write_parquet_atomic(encoded.messages, self.part_path("messages", build_id))
+        write_parquet_atomic(encoded.steps, self.part_path("steps", build_id))
+
+    def _messages_of(self, builds: list[int]) -> tuple[pl.Series, dict[int, int]]:
+        """The messages parts of ``builds``, concatenated, and where each build's start."""
+        parts, starts, start = [], {}, 0
+        for build in builds:
+            part = self._messages_part(build)
+            parts.append(part)
+            starts[build] = start
+            start += part.len()
+        return pl.concat(parts), starts
+
+    def _messages_part(self, build: int) -> pl.Series:
+        """One committed build's messages (kept for the next reads: a committed build's parts
+        never change; the last :data:`MESSAGES_KEPT` parts read are kept)."""
+        with self._kept_lock:
+            if build in self._kept:
+                self._kept.move_to_end(build)
+                return self._kept[build]
+        path = self.part_path("messages", build)
+        if not path.exists():
+            raise StoreError(f"messages part {path} is missing; run `otelcar reindex`")
+        part = pl.read_parquet(path, schema=MESSAGES_SCHEMA)["message"]
+        with self._kept_lock:
+            self._kept[build] = part
+            while len(self._kept) > MESSAGES_KEPT:
+                self._kept.popitem(last=False)
+        return part
+
     def scan(self, table: str, *, before: int | None = None) -> pl.LazyFrame:
         paths = self.parts(table, before=before)
         if not paths:
-            return pl.LazyFrame(schema=TABLES[table])
-        return pl.scan_parquet(paths, schema=TABLES[table])
+            return pl.LazyFrame(schema=FILES[table])
+        return pl.scan_parquet(paths, schema=FILES[table])
 
     # -- the trace index ---------------------------------------------------------------
     def _index_sources(self) -> list[Path]:
@@ -191,7 +290,16 @@ class DerivedTables:
         if not ids:
             return []
         rows = self.scan("spans", before=before).filter(pl.col("trace_id").is_in(ids)).collect()
-        return [span_from_row(row) for row in rows.iter_rows(named=True)]
+        found = raw_attributes(self, rows.filter(pl.col("attributes_in_raw")))
+        spans = []
+        for row in rows.iter_rows(named=True):
+            if row["attributes_in_raw"]:
+                span = span_from_row({**row, "attributes": "{}"})
+                span.attributes = found[(row["record_id"], row["seq"])]
+            else:
+                span = span_from_row(row)
+            spans.append(span)
+        return spans
 
     def load_logs(self, trace_ids: Iterable[str], *, before: int) -> list[LogFrame]:
         ids = list(trace_ids)
@@ -214,12 +322,12 @@ class DerivedTables:
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise StoreError(f"steps part {missing[0]} is missing; run `otelcar reindex`")
-        return (
-            pl.scan_parquet(paths, schema=STEPS_PART_SCHEMA)
+        rows = (
+            pl.scan_parquet(paths, schema=STEPS_FILE_SCHEMA)
             .join(index.lazy(), on=["trace_id", "build_id"], how="semi")
-            .drop("build_id")
             .sort("trace_id", "step")
         )
+        return resolve_messages(rows, self._messages_of).drop("build_id")
 
     def steps(self, trace_ids: list[str] | None = None) -> pl.DataFrame:
         """:meth:`scan_steps`, collected."""

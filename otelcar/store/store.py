@@ -5,7 +5,9 @@ Layout (``$OTELCAR_HOME`` or ``./.otelcar``)::
     STORE                   {"layout": 1}
     raw.lock, derived.lock  flocks: appending to raw / deriving tables (derived before raw)
     raw/segment-*.ocr       append-only framed records (see segments.py); raw/quarantine/
-    derived/                rebuildable tables (see derived.py)
+    derived/                rebuildable tables (see derived.py; steps hold messages as
+                            references, refs.py; spans leave big attributes in raw,
+                            raw_spans.py)
 
 Writers (``import``, the receiver, ``reindex``) take the lock; readers never block: every
 derived file is replaced atomically. Raw records are deduplicated by content hash, so
@@ -36,7 +38,7 @@ from otelcar.store.decoding import derive
 from otelcar.store.derived import STEPS_PART_SCHEMA, DerivedTables
 from otelcar.store.report import ImportReport
 from otelcar.store.segments import Quarantined, SegmentLog, StoredFrame
-from otelcar.store.tables import log_rows, span_rows
+from otelcar.store.tables import log_rows
 from otelcar.trajectory import build_traces
 
 log = logging.getLogger("otelcar.store")
@@ -117,7 +119,8 @@ class Store:
 
         Safe while other processes write: appends happen under the same raw lock."""
         with self.lock("raw"):
-            starts = DerivedTables(self.root / "derived").state.materialized
+            derived = DerivedTables(self.root / "derived")
+            starts = derived.state.materialized if derived.usable else {}  # {}: check all
             return _describe(self.raw.recover(starts))
 
     def import_records(
@@ -286,7 +289,7 @@ class Store:
         all_logs = derived.load_logs(earlier, before=build_id) + logs
 
         derived.write_part("records", build_id, record_rows)
-        derived.write_part("spans", build_id, span_rows(spans))
+        derived.write_spans(build_id, spans)
         derived.write_part("logs", build_id, log_rows(logs))
 
         step_rows: list[dict] = []
@@ -296,8 +299,7 @@ class Store:
                 step["build_id"] = build_id
             step_rows.extend(built.steps)
             summaries.append({**built.summary, "build_id": build_id})
-        if step_rows:
-            derived.write_part("steps", build_id, step_rows)
+        derived.write_steps(build_id, step_rows)
         derived.write_traces(build_id, summaries)
         for frame in frames:
             end = frame.offset + frame.length
@@ -395,10 +397,13 @@ class Store:
         return self.scan_steps(trace_id).collect()
 
     def spans(self, trace_id: str) -> pl.DataFrame:
-        """Every stored span occurrence of one trace (duplicates included)."""
+        """Every stored span occurrence of one trace (duplicates included), as the spans
+        table (:data:`otelcar.schema.SPANS_SCHEMA`: attributes the store left in the raw
+        records are decoded from them again)."""
         full = self.resolve(trace_id)
-        spans = self._current().scan("spans")
-        return spans.filter(pl.col("trace_id") == full).sort("seq").collect()
+        derived = self._current()
+        rows = derived.scan("spans").filter(pl.col("trace_id") == full).sort("seq").collect()
+        return derived.spans_table(rows)
 
     def rooted(self, trace_ids: Iterable[str]) -> set[str]:
         """Those of ``trace_ids`` (full ids) with a root span stored: a span without a parent.

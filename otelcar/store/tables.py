@@ -19,8 +19,10 @@ from otelcar.ingest.frames import LogFrame, SpanFrame
 from otelcar.schema import STEPS_SCHEMA
 from otelcar.trajectory import TraceBuild
 
-#: Built once: ``json.dumps`` with options builds a new encoder per call.
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: Compact JSON text of a value (built once: ``json.dumps`` with options builds a new
+#: encoder per call).
+dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps = dumps
 
 
 class _SharedJSON:
@@ -51,8 +53,11 @@ def log_rows(logs: Sequence[LogFrame]) -> list[dict[str, Any]]:
     return [log_row(log, shared) for log in logs]
 
 
-def span_row(span: SpanFrame, shared: Callable[[Any], str] = _dumps) -> dict[str, Any]:
-    """One span as a row; ``shared`` encodes its events, links and resource."""
+def span_row(
+    span: SpanFrame, shared: Callable[[Any], str] = _dumps, *, attributes: bool = True
+) -> dict[str, Any]:
+    """One span as a row; ``shared`` encodes its events, links and resource. Without
+    ``attributes`` the row's ``attributes`` is ``None`` (not encoded)."""
     return {
         "trace_id": span.trace_id,
         "span_id": span.span_id,
@@ -63,7 +68,7 @@ def span_row(span: SpanFrame, shared: Callable[[Any], str] = _dumps) -> dict[str
         "end_ns": span.end_ns,
         "status_code": span.status_code,
         "status_message": span.status_message,
-        "attributes": _dumps(span.attributes),
+        "attributes": _dumps(span.attributes) if attributes else None,
         "events": shared(span.events),
         "links": shared(span.links),
         "resource": shared(span.resource),
