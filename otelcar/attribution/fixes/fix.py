@@ -55,6 +55,8 @@ from otelcar.attribution.experiment.contrast import unpaired
 from otelcar.attribution.experiment.floor import CallFloor, refuse_small_budget
 from otelcar.attribution.experiment.lost_samples import refusal
 from otelcar.attribution.experiment.redecisions import (
+    Arm,
+    SameDecision,
     Sample,
     Sampler,
     describe_action,
@@ -81,7 +83,7 @@ from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, Environment
 from otelcar.replay.plan import EditContext, Plan, Resample
-from otelcar.replay.recorded import RecordedRun
+from otelcar.replay.recorded import RecordedDecision, RecordedRun
 from otelcar.sync import synchronous
 
 KIND_GROUP = {"untrusted": 0, "guard": 0, "both": 0, "source": 1, "forced": 2}
@@ -168,20 +170,10 @@ async def fix_async(
     before = env.accounting.to_dict()
     if why is None:
         why = await why_async(
-            run,
-            step=step,
-            registry=registry,
-            same=same,
-            outcome=outcome,
-            samples=samples,
-            seed=seed,
-            alpha=alpha,
-            confidence=confidence,
-            env=env,
-            on_sample=on_sample,
-            attribution=attribution,
-            **(why_options or {}),
-        )
+            run, step=step, registry=registry, same=same, outcome=outcome, samples=samples,
+            seed=seed, alpha=alpha, confidence=confidence, env=env, on_sample=on_sample,
+            attribution=attribution, **(why_options or {}),
+        )  # fmt: skip
     if why.verdict in ("not-reproduced", "too-rare"):
         raise FixError(f"nothing to fix: {why.headline_text()}")
     if forward and outcome is None:
@@ -226,6 +218,26 @@ async def fix_async(
     after = env.accounting.to_dict()
     cost: dict[str, Any] = {k: after[k] - before[k] for k in after}
     cost["wall_s"] = round(time.perf_counter() - started, 3)
+    notes += [n for n in env.registry.notes() if n not in notes]
+    return _result(
+        run, decision, why, rule, base_arm, candidates, best=best, max_rate=max_rate,
+        alpha=alpha, samples=n, outcome=outcome, cost=cost, notes=notes, confidence=confidence,
+    )  # fmt: skip
+
+
+def _result(
+    run: RecordedRun,
+    decision: RecordedDecision,
+    why: WhyResult,
+    rule: SameDecision,
+    base_arm: Arm,
+    candidates: list[FixCandidate],
+    **fields: Any,
+) -> FixResult:
+    """The finished result: ``fields`` (best, max_rate, alpha, samples, cost, notes,
+    confidence) as given, ``outcome`` described, and what the decision, the explanation and
+    the unfixed base arm every candidate was tested against say."""
+    outcome = fields.pop("outcome")
     return FixResult(
         trace_id=run.trace_id,
         step=decision.step,
@@ -234,20 +246,14 @@ async def fix_async(
         same_spec=why.same_spec,
         cause=why.headline.text if why.headline else None,
         cause_label=why.headline.label if why.headline else None,
-        base_bad=base_arm.bad,  # the arm every candidate was tested against
+        base_bad=base_arm.bad,
         base_n=base_arm.n,
         why_base_bad=why.base_bad,
         why_base_n=why.base_n,
         candidates=candidates,
-        best=best,
-        max_rate=max_rate,
-        alpha=alpha,
-        samples=n,
         outcome=outcome.describe() if outcome is not None else None,
-        cost=cost,
-        notes=[*notes, *(n for n in env.registry.notes() if n not in notes)],
-        confidence=confidence,
         why=why,
+        **fields,
     )
 
 

@@ -856,38 +856,11 @@ async def sequential(
         culprit, _ = pick_culprit(effects, outcomes, confidence)
         last = stage == len(looks) - 1
         future = [(looks[t], thresholds[t] / hypotheses) for t in range(stage + 1, len(looks))]
-        futile = set()
-        tied: set[int] = set()
-        contenders = []
-        for e in effects:
-            if e is culprit:
-                continue
-            if culprit is not None and told_apart(culprit, e, outcomes, confidence):
-                continue
-            if (
-                culprit is not None
-                and not last
-                and separation_futile(
-                    culprit, e, outcomes, most=looks[-1], confidence=confidence, futility=futility
-                )
-            ):
-                tied.add(e.index)  # listed beside the culprit: more rollouts would not part them
-                continue
-            if e.repeats_recorded:
-                # No pair could tell yet: in play until its bound on |Δ| is below what the
-                # design can detect (absence of evidence is not a zero effect).
-                if not bound_closes(e, detectable):
-                    contenders.append(e)
-                continue
-            chance = rejection_chance(e.only_now, e.only_before, e.pairs, future, test)
-            if not last and chance < futility:
-                futile.add(e.index)
-            else:
-                contenders.append(e)
-        if culprit is None and margin is not None and baseline.q_ci.low >= 0.5:
-            contenders += [  # locked-in is not shown yet: their bounds reach the margin
-                e for e in effects if e not in contenders and upper_bound(e) >= margin
-            ]
+        contenders, futile, tied = _review(
+            effects, culprit, outcomes, baseline, last=last, future=future, most=looks[-1],
+            confidence=confidence, futility=futility, detectable=detectable, margin=margin,
+            test=test,
+        )  # fmt: skip
         if culprit is not None and not contenders:
             # separated from every step that can still become significant, but for the steps
             # left beside it as ties
@@ -908,6 +881,58 @@ async def sequential(
     if futile and reason in ("futility", "separated", "tied"):
         effects = [replace(e, futile=e.index in futile) for e in effects]
     return baseline, effects, done, reason
+
+
+def _review(
+    effects: list[StepEffect],
+    culprit: StepEffect | None,
+    outcomes: dict[int, PlanOutcomes],
+    baseline: Baseline,
+    *,
+    last: bool,
+    future: list[tuple[int, float]],
+    most: int,
+    confidence: float,
+    futility: float,
+    detectable: float,
+    margin: float | None,
+    test: str,
+) -> tuple[list[StepEffect], set[int], set[int]]:
+    """One look's review (:func:`sequential`): the steps still open (contenders), the ones
+    dropped as futile, and the ones left beside ``culprit`` as ties."""
+    futile: set[int] = set()
+    tied: set[int] = set()
+    contenders = []
+    for e in effects:
+        if e is culprit:
+            continue
+        if culprit is not None and told_apart(culprit, e, outcomes, confidence):
+            continue
+        if (
+            culprit is not None
+            and not last
+            and separation_futile(
+                culprit, e, outcomes, most=most, confidence=confidence, futility=futility
+            )
+        ):
+            tied.add(e.index)  # listed beside the culprit: more rollouts would not part them
+            continue
+        if e.repeats_recorded:
+            # No pair could tell yet: in play until its bound on |Δ| is below what the
+            # design can detect (absence of evidence is not a zero effect).
+            if not bound_closes(e, detectable):
+                contenders.append(e)
+            continue
+        chance = rejection_chance(e.only_now, e.only_before, e.pairs, future, test)
+        if not last and chance < futility:
+            futile.add(e.index)
+        else:
+            contenders.append(e)
+    if culprit is None and margin is not None and baseline.q_ci.low >= 0.5:
+        contenders += [  # locked-in is not shown yet: their bounds reach the margin
+            e for e in effects if e not in contenders and upper_bound(e) >= margin
+        ]
+    return contenders, futile, tied
 
 
 def _drop_from(outcomes: dict[int, PlanOutcomes], upto: int) -> None:

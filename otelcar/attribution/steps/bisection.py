@@ -132,6 +132,38 @@ async def candidates(found: int, evaluated: dict[int, float], q: Rate) -> list[i
     return steps
 
 
+async def _search(
+    run: RecordedRun,
+    search: dict[int, PlanOutcomes],
+    sample_search: Sample,
+    *,
+    at: int,
+    alpha: float,
+) -> tuple[dict[int, float], list[int]] | str:
+    """The search stage of :func:`bisect`: q at the ends, narrowed to the jump, the
+    candidate steps around it (every point evaluated on ``at`` rollouts of ``search``); the
+    reason instead when there is no rise or the evaluated points are not monotone."""
+
+    async def q(k: int) -> float:
+        await sample_search(k, at)
+        return _rate(search[k])
+
+    lo, hi = -1, run.horizon - 1
+    q_lo, q_hi = await q(lo), await q(hi)
+    if not q_hi > q_lo:
+        return f"no rise between the ends (q_start {q_lo:.2f}, q_factual {q_hi:.2f})"
+    evaluated = {lo: q_lo, hi: q_hi}
+    found = await _narrow(lo, hi, evaluated, q)
+    steps = await candidates(found, evaluated, q)
+    points = sorted(evaluated)
+    level = 1 - alpha / max(1, len(points) - 1)
+    for a, b in itertools.pairwise(points):
+        fa, fb = search[a].judged, search[b].judged
+        if wilson(sum(fb), len(fb), level).high < wilson(sum(fa), len(fa), level).low:
+            return "the evaluated points are not monotone"
+    return evaluated, steps
+
+
 async def bisect(
     run: RecordedRun,
     search: dict[int, PlanOutcomes],
@@ -153,23 +185,10 @@ async def bisect(
     at = looks[min(1, len(looks) - 1)]
     confirm_looks = [upto for upto in looks if upto >= at]
 
-    async def q(k: int) -> float:
-        await sample_search(k, at)
-        return _rate(search[k])
-
-    lo, hi = -1, run.horizon - 1
-    q_lo, q_hi = await q(lo), await q(hi)
-    if not q_hi > q_lo:
-        return f"no rise between the ends (q_start {q_lo:.2f}, q_factual {q_hi:.2f})"
-    evaluated = {lo: q_lo, hi: q_hi}
-    found = await _narrow(lo, hi, evaluated, q)
-    steps = await candidates(found, evaluated, q)
-    points = sorted(evaluated)
-    level = 1 - alpha / max(1, len(points) - 1)
-    for a, b in itertools.pairwise(points):
-        fa, fb = search[a].judged, search[b].judged
-        if wilson(sum(fb), len(fb), level).high < wilson(sum(fa), len(fa), level).low:
-            return "the evaluated points are not monotone"
+    searched = await _search(run, search, sample_search, at=at, alpha=alpha)
+    if isinstance(searched, str):
+        return searched
+    evaluated, steps = searched
     rise = evaluated[run.horizon - 1] - evaluated[-1]
     spend = spending_schedule(alpha, confirm_looks, 1)
     confidence = 1 - max(spend)  # the intervals' level, as with looks (the test spends none)
