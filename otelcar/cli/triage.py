@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
+from otelcar.analyses.requests import AggregateRequest
 from otelcar.cli.common import emit_json, open_store
-from otelcar.cli.options import config_option
+from otelcar.cli.options import config_option, request_options
 
 
 @click.group("triage")
@@ -94,7 +95,7 @@ def status_command(ctx: click.Context, config_path: Path | None, as_json: bool, 
 
 @triage_group.command("report")
 @click.option("--service", help="Only this service.")
-@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True)
+@request_options(AggregateRequest, only=("confidence",))
 @click.option("--json", "as_json", is_flag=True, help="JSON: the weeks, each an aggregate.")
 @click.pass_context
 def report_command(
