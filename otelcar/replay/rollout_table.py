@@ -166,7 +166,8 @@ class _MessageColumns:
             flat.extend(at)
             owners.extend([r] * (len(at) + 1))
         lists = (
-            pl.DataFrame({"row": owners, "m": self._series.gather(flat)})
+            # the rows come in order: a sorted key groups without hashing
+            pl.DataFrame({"row": pl.Series(owners).set_sorted(), "m": self._series.gather(flat)})
             .group_by("row", maintain_order=True)
             .agg(pl.col("m").slice(1))
             .get_column("m")
