@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         a, b = rows["function"], rows["tool_called"]
         ours = b["cpu_s"] / max(b["calls"], 1)
+        ours_function = a["cpu_s"] / max(a["calls"], 1)
         same = (a["calls"], a["rollouts"], a["verdict"]) == (
             b["calls"],
             b["rollouts"],
@@ -244,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{peer_ms:.3f} ms / call, culprit {peer['culprit']}; otelcar (tool_called) / "
                 f"agent_replay CPU per policy call = {ours * 1e3 / peer_ms:.1f}× (goal: ≤ 2×); "
                 f"least CPU of {rounds} interleaved rounds"
+            )
+            print(
+                f"  otelcar (function outcome: a steps table per rollout) / agent_replay CPU per "
+                f"policy call = {ours_function * 1e3 / peer_ms:.1f}×"
             )
     if failed:
         print("FAILED: the two outcome kinds disagreed", file=sys.stderr)
