@@ -149,8 +149,13 @@ class ModelEndpoint:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> ModelEndpoint:
+        # A short poll: shutdown() (at the end of every batch of rollouts, on the event
+        # loop's thread) waits for the serving loop to look at its flag, every 0.5 s by default.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="otelcar-live-endpoint", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="otelcar-live-endpoint",
+            daemon=True,
         )
         self._thread.start()
         return self

@@ -23,6 +23,7 @@ the real API does.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
@@ -106,7 +107,10 @@ class ScriptedModel:
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> ScriptedModel:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # shutdown() waits for the serving loop to look at its flag: every 0.5 s by default,
+        # which was most of the time of a short live run (a server per run, hundreds a suite)
+        serve = functools.partial(self._server.serve_forever, poll_interval=0.02)
+        threading.Thread(target=serve, daemon=True).start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
