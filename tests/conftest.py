@@ -72,25 +72,24 @@ def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPath
 #: ``slow`` test still goes before the unmarked ones.
 MODULE_SECONDS: dict[str, float] = {
     "tests/test_demo_e2e.py": 400,
-    "tests/test_live.py": 190,
+    "tests/test_attribution_calibration.py": 200,
+    "tests/test_live.py": 180,
     "tests/test_local_model.py": 120,
-    "tests/test_attribution_calibration.py": 110,
-    "tests/test_counterfactual_agents.py": 80,
-    "tests/test_mcp_bounded.py": 60,
     "tests/test_triage.py": 60,
     "tests/test_ray_executor.py": 60,
     "tests/test_store_kill.py": 55,
-    "tests/test_attribution.py": 50,
+    "tests/test_attribution.py": 45,
+    "tests/test_counterfactual_agents.py": 40,
+    "tests/test_mcp_bounded.py": 40,
     "tests/test_live_aggregate_mcp.py": 35,
     "tests/test_replay_local_model.py": 35,
-    "tests/test_why_fix.py": 35,
+    "tests/test_why_fix.py": 30,
     "tests/test_live_node.py": 30,
     "tests/test_live_agents_sdk.py": 30,
     "tests/test_live_write_test.py": 30,
-    "tests/test_receiver.py": 30,
-    "tests/test_sequential_stats.py": 30,
-    "tests/test_fuzz_decoders.py": 25,
+    "tests/test_receiver.py": 28,
     "tests/test_live_process_outcome.py": 25,
+    "tests/test_fuzz_decoders.py": 23,
 }
 
 
