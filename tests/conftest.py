@@ -72,8 +72,8 @@ def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPath
 #: ``slow`` test still goes before the unmarked ones.
 MODULE_SECONDS: dict[str, float] = {
     "tests/test_demo_e2e.py": 400,
+    "tests/test_live.py": 210,
     "tests/test_attribution_calibration.py": 200,
-    "tests/test_live.py": 180,
     "tests/test_local_model.py": 120,
     "tests/test_triage.py": 60,
     "tests/test_ray_executor.py": 60,
