@@ -50,7 +50,11 @@ SpanKey = tuple[str, int]
 
 
 def _text_size(span: SpanFrame) -> int:
-    return sum(len(value) for value in span.attributes.values() if isinstance(value, str))
+    """Characters of ``span``'s string attribute values."""
+    return sum(map(len, filter(_is_str, span.attributes.values())))
+
+
+_is_str = str.__instancecheck__
 
 
 def in_raw(span: SpanFrame) -> bool:

@@ -51,6 +51,30 @@ STEPS_FILE_SCHEMA = pl.Schema(
 
 #: A message's content as text, the same whatever the order of its keys.
 _content = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+_TEXT = (str, type(None))
+
+
+def _key(item: Any) -> Any:
+    """A hashable key, equal for messages of equal content: a message whose values are text
+    (or ``None``, tool calls of text included) as its sorted ``(field, value)`` pairs (no
+    text is encoded: hashing a string is cheaper); anything else as its JSON text."""
+    if type(item) is not dict:
+        return _content(item)
+    fields = []
+    for name, value in item.items():
+        if name == "tool_calls" and type(value) is list:
+            calls = []
+            for call in value:
+                if type(call) is not dict or any(type(v) not in _TEXT for v in call.values()):
+                    return _content(item)
+                calls.append(tuple(sorted(call.items())))
+            value = ("calls", tuple(calls))
+        elif type(value) not in _TEXT:
+            return _content(item)
+        fields.append((name, value))
+    fields.sort()  # by name: the names are distinct
+    return tuple(fields)
+
 
 #: ``(build ids)`` → the messages of those builds' parts, concatenated in that order, and
 #: the position in it where each build's messages start.
@@ -67,13 +91,25 @@ class EncodedSteps:
 
 class _Distinct:
     """Distinct messages in order of first use. A message object seen before is found by
-    identity (the mappers share one object per message of a trace); a new object by its JSON
-    text, so equal messages of other objects (other traces) get the same position."""
+    identity (the mappers share one object per message of a trace); a new object by its
+    content (:func:`_key`), so equal messages of other objects (other traces) get the same
+    position."""
 
     def __init__(self) -> None:
         self.items: list[Any] = []
         self._by_id: dict[int, tuple[Any, int]] = {}
         self._by_text: dict[Any, int] = {}
+
+    def refs(self, items: Sequence[Any] | None) -> list[int | None] | None:
+        """The positions of ``items`` (``None`` for no list)."""
+        if items is None:
+            return None
+        by_id = self._by_id
+        found: list[int | None] = []
+        for item in items:
+            held = by_id.get(id(item))
+            found.append(held[1] if held is not None and held[0] is item else self.ref(item))
+        return found
 
     def ref(self, item: Any) -> int | None:
         """``item``'s position (``None`` for a missing message)."""
@@ -83,7 +119,7 @@ class _Distinct:
         if held is not None and held[0] is item:
             return held[1]
         try:
-            key: Any = _content(item)
+            key: Any = _key(item)
         except (TypeError, ValueError):  # not JSON: never equal to another object
             key = ("object", id(item))
         position = self._by_text.get(key)
@@ -101,10 +137,7 @@ def encode_steps(rows: Sequence[dict[str, Any]]) -> EncodedSteps:
     columns: dict[str, pl.Series] = {}
     for name in MESSAGE_COLUMNS:
         if isinstance(STEPS_PART_SCHEMA[name], pl.List):
-            values: list[Any] = [
-                None if (items := row.get(name)) is None else [distinct.ref(m) for m in items]
-                for row in rows
-            ]
+            values: list[Any] = [distinct.refs(row.get(name)) for row in rows]
         else:
             values = [distinct.ref(row.get(name)) for row in rows]
         columns[name] = pl.Series(name, values, dtype=STEPS_FILE_SCHEMA[name])
