@@ -27,7 +27,7 @@ from otelcar.policies import (
     DecisionRequest,
 )
 from otelcar.policies.digest import MessageChain, messages_digest
-from otelcar.replay import Plan, load_run
+from otelcar.replay import Plan, load_run, rollout_table
 from otelcar.replay.contexts import ReplayedObservation, SharedContext
 from otelcar.replay.harness import ReplayedDecision, Rollout, replay
 from otelcar.replay.recorded import (
@@ -204,9 +204,15 @@ def _row_decisions(rollout: Rollout) -> list[ReplayedDecision]:
 
 
 def _assert_same_table(rollout: Rollout, where: str) -> None:
-    table, plain = rollout_steps(rollout), _table_row_by_row(rollout)
-    assert table.schema == plain.schema, where
-    assert table.equals(plain, null_equal=True), where
+    """Both constructions (one dict per row for few context messages, columns gathered in
+    Polars for more) give the plain table."""
+    plain = _table_row_by_row(rollout)
+    for most in (-1, 1 << 30):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(rollout_table, "ROW_BY_ROW_MOST", most)
+            table = rollout_steps(rollout)
+        assert table.schema == plain.schema, (where, most)
+        assert table.equals(plain, null_equal=True), (where, most)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -80,6 +80,8 @@ def rollout_steps(rollout: Rollout) -> pl.DataFrame:
             contexts.append(None)
             outputs.append(None)
     columns["rollout"] = [rollout.index] * len(contexts)
+    if sum(len(context) for context in contexts if context is not None) <= ROW_BY_ROW_MOST:
+        return _row_by_row(columns, contexts, outputs)
     messages = _MessageColumns(contexts, outputs)
     return pl.DataFrame(
         [
@@ -91,6 +93,34 @@ def rollout_steps(rollout: Rollout) -> pl.DataFrame:
             for name, dtype in ROLLOUT_SCHEMA.items()
         ]
     )
+
+
+#: Up to this many context messages in all, a rollout's table is built from one dict per row
+#: (its messages' remembered rows): for a few messages Polars' costs per column and the
+#: contexts' group-by outweigh converting every context message (measured: below about 130).
+ROW_BY_ROW_MOST = 120
+
+
+def _row_by_row(
+    columns: dict[str, list[Any]],
+    contexts: list[Sequence[Message] | None],
+    outputs: list[Message | None],
+) -> pl.DataFrame:
+    """The table of a rollout with few context messages, from one dict per row."""
+    columns = {
+        **columns,
+        "input_messages": [
+            None if context is None else [_TABLE_ROWS.get(m, Message.to_row) for m in context]
+            for context in contexts
+        ],
+        "output": [None if m is None else _TABLE_ROWS.get(m, Message.to_row) for m in outputs],
+    }
+    names = list(ROLLOUT_SCHEMA)
+    rows = [
+        dict(zip(names, values, strict=True))
+        for values in zip(*(columns[name] for name in names), strict=True)
+    ]
+    return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA)
 
 
 _ROW_START = ("step", "recorded_step", "kind", "name", "agent_name")
