@@ -116,11 +116,21 @@ class Store:
 
     def recover(self) -> list[str]:
         """Quarantine incomplete or corrupt segment tails (interrupted writes); describe them.
+        Raises :class:`StoreError` when the derived tables are of another layout (run
+        ``otelcar reindex``), so a receiver or an import refuses to start on them.
 
         Safe while other processes write: appends happen under the same raw lock."""
+        return self._recover(rebuilding=False)
+
+    def _recover(self, *, rebuilding: bool) -> list[str]:
+        """:meth:`recover`; ``rebuilding`` (a reindex, which never reads the derived tables)
+        checks every segment whole when the tables are of another layout instead."""
         with self.lock("raw"):
             derived = DerivedTables(self.root / "derived")
-            starts = derived.state.materialized if derived.usable else {}  # {}: check all
+            if rebuilding and not derived.usable:
+                starts: dict[str, int] = {}  # nothing known good: check every frame
+            else:
+                starts = derived.state.materialized
             return _describe(self.raw.recover(starts))
 
     def import_records(
@@ -186,7 +196,7 @@ class Store:
         """Rebuild every derived table from the raw records (with the current mappers)."""
         with self.lock("derived"):
             report = ImportReport()
-            report.quarantined.extend(self.recover())
+            report.quarantined.extend(self._recover(rebuilding=True))
             target = self.root / "derived.new"
             shutil.rmtree(target, ignore_errors=True)
             fresh = DerivedTables(target)
