@@ -14,7 +14,8 @@ PACKAGE = Path(otelcar.attribution.__file__).parent
 # above steps); ``fix`` runs ``why`` first (fixes above context); ``aggregate`` attributes
 # many traces; ``reliability`` estimates a whole run's failure rate; ``faithfulness``
 # re-decides recorded decisions as ``why`` does; ``pairs`` turns attribution and fix results
-# into training data (its fresh rollouts reuse the steps' plans). ``regression`` is the
+# into training data (its fresh rollouts reuse the steps' plans); ``*_documents`` declare
+# the JSON each writes (what their schemas are generated from). ``regression`` is the
 # import path of tests written by earlier versions (it reads the project configuration).
 LEVELS = {
     "stats": 0,
@@ -25,7 +26,9 @@ LEVELS = {
     "reliability": 2,
     "faithfulness": 3,
     "aggregate": 5,
+    "aggregate_documents": 5,
     "pairs": 5,
+    "pairs_documents": 5,
     "regression": 6,
     "__init__": 6,
 }
