@@ -139,10 +139,7 @@ def _union(args: tuple[Any, ...]) -> dict[str, Any]:
         if "enum" in schema:
             schema["enum"] = [*schema["enum"], None]
             return schema
-        if isinstance(kind, str) and set(schema) <= {"type", "items", "description"}:
-            schema["type"] = [kind, "null"]
-            return schema
-        if isinstance(kind, str) and kind in ("object", "array"):
+        if isinstance(kind, str):  # its other keywords apply to that type, not to null
             schema["type"] = [kind, "null"]
             return schema
         return {"anyOf": [schema, {"type": "null"}]}
@@ -159,7 +156,7 @@ def _typed_dict(tp: Any) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for key, hint in hints.items():
-        needed = tp.__total__ if key in tp.__annotations__ else key in tp.__required_keys__
+        needed = key in tp.__required_keys__  # each class's totality, bases included
         while typing.get_origin(hint) in (Required, NotRequired):
             needed = typing.get_origin(hint) is Required
             hint = typing.get_args(hint)[0]

@@ -38,6 +38,14 @@ class Child(Outer):
     more: NotRequired[int]
 
 
+class OptionalNote(TypedDict, total=False):
+    note: str
+
+
+class WithOptionalBase(OptionalNote):
+    kind: str
+
+
 def test_each_type_maps_to_its_schema():
     schema = json_schema(Outer)
     props = schema["properties"]
@@ -69,6 +77,10 @@ def test_inherited_keys_keep_their_requiredness_under_postponed_annotations():
     assert "later" not in schema["required"] and "more" not in schema["required"]
     assert schema["required"][0] == "name"
     assert list(schema["properties"])[-1] == "more"
+
+
+def test_keys_of_a_total_false_base_stay_optional_in_a_total_subclass():
+    assert json_schema(WithOptionalBase)["required"] == ["kind"]
 
 
 def test_a_nullable_literal_adds_null_to_its_enum():
