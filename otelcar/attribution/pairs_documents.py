@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict, Union, get_args
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict, get_args
 
 from otelcar.typeschema import Doc, Extra
 
@@ -27,24 +27,25 @@ class OpenAIToolCall(TypedDict):
     function: FunctionCall
 
 
-class OpenAIMessage(TypedDict):
+class _MessageFields(TypedDict, total=False):
+    """What an OpenAI chat-completions message may hold besides its role."""
+
+    content: str | None
+    tool_calls: list[OpenAIToolCall]
+    tool_call_id: str
+    name: str
+
+
+class OpenAIMessage(_MessageFields):
     """An OpenAI chat-completions message."""
 
-    role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: NotRequired[str | None]
-    tool_calls: NotRequired[list[OpenAIToolCall]]
-    tool_call_id: NotRequired[str]
-    name: NotRequired[str]
+    role: Required[Literal["system", "user", "assistant", "tool", "developer"]]
 
 
-class AssistantMessage(TypedDict):
+class AssistantMessage(_MessageFields):
     """An OpenAI chat-completions message of the assistant: a pair's action."""
 
-    role: Literal["assistant"]
-    content: NotRequired[str | None]
-    tool_calls: NotRequired[list[OpenAIToolCall]]
-    tool_call_id: NotRequired[str]
-    name: NotRequired[str]
+    role: Required[Literal["assistant"]]
 
 
 class OpenAITool(TypedDict):
@@ -157,10 +158,10 @@ class ChatLine(TypedDict):
 
 
 #: One line of ``otelcar export pairs`` in any format; a line's keys tell its format.
-PairLine = Union[  # noqa: UP007 (a module-level alias of Annotated members)
-    OtelcarLine,
-    Annotated[DpoLine, Extra(**{"not": {"required": ["format"]}})],
-    Annotated[
+PairLine = (
+    OtelcarLine
+    | Annotated[DpoLine, Extra(**{"not": {"required": ["format"]}})]
+    | Annotated[
         ChatLine, Extra(**{"not": {"anyOf": [{"required": ["format"]}, {"required": ["prompt"]}]}})
-    ],
-]
+    ]
+)
