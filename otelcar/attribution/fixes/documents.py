@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict, get_args
 
+from otelcar.attribution.context.documents import ArmCounts, LostDocument
 from otelcar.typeschema import Doc, Pair
 
 FixVersion = Literal[1]
@@ -14,13 +15,6 @@ FixKind = Literal["untrusted", "guard", "both", "source", "forced"]
 FixVerdict = Literal["PASS", "PART", "FAIL", "UNTESTED"]
 FIX_KINDS: tuple[str, ...] = get_args(FixKind)
 FIX_VERDICTS: tuple[str, ...] = get_args(FixVerdict)
-
-
-class LostDocument(TypedDict):
-    """Re-decisions that errored, left out of the counts."""
-
-    base: int
-    arm: int
 
 
 class DecisionCheckDocument(TypedDict):
@@ -93,19 +87,12 @@ class CandidateDocument(TypedDict):
     forward: ForwardCheckDocument | None
 
 
-class CountsDocument(TypedDict):
-    """Bad re-decisions out of ``n``."""
-
-    bad: int
-    n: int
-
-
 class FixBaseDocument(TypedDict):
     """The unfixed base arm the candidates were tested against; ``why``'s own base arm."""
 
     bad: int
     n: int
-    why: CountsDocument | None
+    why: ArmCounts | None
 
 
 class FixDocument(TypedDict):
