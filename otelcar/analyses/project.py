@@ -195,11 +195,9 @@ def prepare(
 
     config = configured(project.config(), agent=agent, outcome=outcome)
     budget = project.budget(config, getattr(request, "budget", None))
-    if source is None:
-        with project.open_traces(config.source) as opened:
-            loaded = load_trace(opened, trace_id)
-    else:
-        loaded = load_trace(source, trace_id)
+    loaded = (
+        project.load(trace_id, config.source) if source is None else load_trace(source, trace_id)
+    )
     run = load_run(loaded.trace_id, loaded.steps, config.agent)
     if request is not None and request.kind == "attribute":
         has_outcome(config)
