@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 import jsonschema
 import pytest
 
-from otelcar.typeschema import Doc, Extra, Pair, document_schema, json_schema
+from otelcar.typeschema import Def, Doc, Extra, Pair, closed, document_schema, json_schema
 
 
 class Inner(TypedDict, total=False):
@@ -124,3 +124,84 @@ def test_a_generated_schema_checks_what_it_describes():
             jsonschema.validate({**good, key: bad}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({k: v for k, v in good.items() if k != "tags"}, schema)
+
+
+@closed
+class Point(TypedDict, total=False):
+    x: int
+    y: int
+
+
+class Labelled(Point):
+    label: str
+
+
+def test_a_closed_typed_dict_allows_no_other_keys():
+    schema = json_schema(Point)
+    assert schema["additionalProperties"] is False
+    jsonschema.validate({"x": 1}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"x": 1, "z": 2}, schema)
+    assert "additionalProperties" not in json_schema(Labelled)  # a subclass is open
+
+
+def test_closed_marks_only_a_typed_dict():
+    with pytest.raises(TypeError):
+        closed(Def)
+
+
+def test_extra_takes_keywords_that_are_no_python_names():
+    schema = json_schema(Annotated[str, Extra({"not": {"enum": ["a"]}}, minLength=1)])
+    assert schema == {"type": "string", "not": {"enum": ["a"]}, "minLength": 1}
+    checked = json_schema(Annotated[dict[str, int], Extra(propertyNames={"pattern": "^[a-z]+$"})])
+    jsonschema.validate({"ab": 1}, checked)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"A": 1}, checked)
+
+
+def test_a_list_of_any_is_any_array():
+    assert json_schema(list[Any]) == {"type": "array"}
+    assert json_schema(str | list[Any]) == {"type": ["string", "array"]}
+
+
+class Leaf(TypedDict):
+    value: int
+
+
+class Branch(TypedDict):
+    """A node that holds nodes."""
+
+    children: list[Node]
+
+
+Node = Annotated[Annotated[Leaf, Def("leaf")] | Annotated[Branch, Def("branch")], Def("node")]
+
+
+class Tree(TypedDict):
+    root: Annotated[Node, Doc("the top node")]
+    spare: NotRequired[Node]
+
+
+def test_a_def_is_kept_once_under_defs_and_may_hold_itself():
+    schema = document_schema(Tree, name="tree.schema.json", title="tree")
+    assert schema["properties"]["root"] == {"$ref": "#/$defs/node", "description": "the top node"}
+    assert schema["properties"]["spare"] == {"$ref": "#/$defs/node"}
+    assert list(schema["$defs"]) == ["node", "leaf", "branch"]
+    assert schema["$defs"]["node"] == {
+        "anyOf": [{"$ref": "#/$defs/leaf"}, {"$ref": "#/$defs/branch"}]
+    }
+    children = schema["$defs"]["branch"]["properties"]["children"]
+    assert children == {"type": "array", "items": {"$ref": "#/$defs/node"}}
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate({"root": {"children": [{"value": 1}, {"children": []}]}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"root": {"children": [{"value": "x"}]}}, schema)
+
+
+def test_a_def_name_stands_for_one_type():
+    class Twice(TypedDict):
+        a: Annotated[int, Def("n")]
+        b: Annotated[str, Def("n")]
+
+    with pytest.raises(TypeError, match="names two types"):
+        json_schema(Twice)
