@@ -51,58 +51,66 @@ quiet_s = 30                   # complete without its root span after this quiet
 why = false                    # also `why` on the culprit
 ```
 
-The schema is ``schemas/config.schema.json``; unknown keys are errors, not silently ignored.
+Each table's keys are declared once, as types (:mod:`otelcar.config_documents`): the parser
+reads them from there and ``schemas/config.schema.json`` is generated from them. Unknown keys
+are errors, not silently ignored.
 """
 
 from __future__ import annotations
 
 import sys
 import tomllib
+import typing
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from otelcar.config_documents import (
+    AgentCommandTable,
+    AgentRequestTable,
+    ConfigDocument,
+    ReplayTable,
+    SourceTable,
+    TriageTable,
+)
 from otelcar.errors import OtelcarError
-from otelcar.executors import EXECUTORS, Executor, executor_names, executor_scope
+from otelcar.executors import Executor, executor_names, executor_scope
 from otelcar.live.agent import AgentCommand
-from otelcar.outcome import BUILTIN_OUTCOMES, Outcome, outcome_from_config
+from otelcar.outcome import Outcome, outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.pricing import prices_from_config
-from otelcar.replay.requests import STRUCTURES, AgentDeclaration
+from otelcar.replay.requests import AgentDeclaration
 from otelcar.sources import DEFAULT_LOGS_TABLE, DEFAULT_TABLE, SourceSettings
+from otelcar.typeschema import document_schema
 
 if TYPE_CHECKING:
     from otelcar.replay import Budget
     from otelcar.store.live_requests import LiveRequestStore
 
 DEFAULT_CONFIG = "otelcar.toml"
-TOP_LEVEL = {"policies", "outcome", "replay", "source", "agent", "prices", "triage"}
-REPLAY_KEYS = {
-    "seed": int,
-    "rollouts": int,
-    "concurrency": int,
-    "slack": int,
-    "max_calls": int,
-    "max_tokens": int,
-    "executor": str,
-    "ray_address": str,
-}
-SOURCE_KEYS = ("url", "table", "logs_table", "database")
+
+
+def _value_types(table: Any) -> dict[str, type | tuple[type, ...]]:
+    """Each key of the TypedDict ``table`` → what its value must be an instance of: its
+    declared type without parameters (``list[str]`` → ``list``); a number (``float``) may be
+    written as an integer."""
+    return {
+        key: (int, float) if hint is float else typing.get_origin(hint) or hint
+        for key, hint in typing.get_type_hints(table).items()
+    }
+
+
+TOP_LEVEL = set(typing.get_type_hints(ConfigDocument))
+#: ``[replay]`` key → its type: integers, but ``executor`` and ``ray_address`` strings.
+REPLAY_KEYS = _value_types(ReplayTable)
+SOURCE_KEYS = tuple(typing.get_type_hints(SourceTable))
 #: ``[triage]`` key → its type (docs/triage.md); ``services`` is a list of strings.
-TRIAGE_KEYS: dict[str, type | tuple[type, ...]] = {
-    "max_calls_per_trace": int,
-    "max_calls_per_day": int,
-    "concurrency": int,
-    "services": list,
-    "quiet_s": (int, float),
-    "why": bool,
-    "export": str,
-}
+TRIAGE_KEYS = _value_types(TriageTable)
 #: The keys of ``[agent]`` that say how to run the agent (the rest declare its requests).
-AGENT_COMMAND_KEYS = ("command", "cwd", "env", "timeout_s", "concurrency")
-AGENT_REQUEST_KEYS = ("structure", "tools", "tool_choice", "decision")
+AGENT_COMMAND_KEYS = tuple(typing.get_type_hints(AgentCommandTable))
+AGENT_REQUEST_KEYS = tuple(typing.get_type_hints(AgentRequestTable))
 
 
 class ConfigError(OtelcarError):
@@ -397,234 +405,6 @@ def _read_toml(path: str | Path | None) -> tuple[dict[str, Any] | None, Path | N
 
 
 def config_schema_document() -> dict[str, Any]:
-    """JSON Schema of ``otelcar.toml`` (``schemas/config.schema.json``)."""
-    policy = {
-        "type": "object",
-        "required": ["type"],
-        "properties": {
-            "type": {
-                "type": "string",
-                "description": "openai | python | static | mock | recorded | simulated, or a "
-                "type a plugin registers (register_policy_types; otelcar plugins lists them)",
-            }
-        },
-        "additionalProperties": True,
-    }
-    builtin_types = [name for name, _ in BUILTIN_OUTCOMES]
-    rule: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "type": {"enum": builtin_types},
-            "tool": {"type": "string"},
-            "args": {"type": "object"},
-            "pattern": {"type": "string"},
-            "contains": {"type": "string"},
-            "negate": {"type": "boolean"},
-            "policy": {"type": "string"},
-            "question": {"type": "string"},
-            "function": {"type": "string"},
-            "codes": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
-            "stream": {"enum": ["stdout", "stderr"]},
-            "any": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
-            "all": {"type": "array", "items": {"$ref": "#/$defs/rule"}},
-        },
-        "additionalProperties": False,
-    }
-    plugin_rule = {
-        "type": "object",
-        "description": "an outcome type a plugin registers (register_outcomes; otelcar "
-        "plugins lists them): its options are its own",
-        "required": ["type"],
-        "properties": {"type": {"type": "string", "not": {"enum": builtin_types}}},
-        "additionalProperties": True,
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "otelcar/config.schema.json",
-        "title": "otelcar.toml",
-        "type": "object",
-        "additionalProperties": False,
-        "$defs": {
-            "rule": {"anyOf": [{"$ref": "#/$defs/builtin_rule"}, {"$ref": "#/$defs/plugin_rule"}]},
-            "builtin_rule": rule,
-            "plugin_rule": plugin_rule,
-        },
-        "properties": {
-            "policies": {
-                "type": "object",
-                "propertyNames": {"pattern": "^(llm(:.+)?|tool:.+)$"},
-                "additionalProperties": policy,
-            },
-            "outcome": {"$ref": "#/$defs/rule"},
-            "replay": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    **{key: {"type": "integer"} for key, t in REPLAY_KEYS.items() if t is int},
-                    "executor": {
-                        "type": "string",
-                        "description": f"{' | '.join(EXECUTORS)}, or an executor a plugin "
-                        "registers (register_executors; otelcar plugins lists them)",
-                    },
-                    "ray_address": {
-                        "type": "string",
-                        "description": "ray://host:port, auto, or absent: a local cluster",
-                    },
-                },
-            },
-            "agent": _config_agent(),
-            "source": _config_source(),
-            "triage": _config_triage(),
-            "prices": {
-                "type": "object",
-                "description": "model → dollars per million tokens, over the built-in table "
-                "(otelcar.pricing); a key prices every model it begins",
-                "additionalProperties": {
-                    "type": "object",
-                    "required": ["input", "output"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "input": {"type": "number", "minimum": 0},
-                        "output": {"type": "number", "minimum": 0},
-                    },
-                },
-            },
-        },
-    }
-
-
-def _config_agent() -> dict[str, Any]:
-    """The schema of the ``[agent]`` table (:func:`config_schema_document`)."""
-    return {
-        "type": "object",
-        "description": "What the agent's requests hold where the trace does not say: "
-        "its structure, tools, tool choice, per-decision requests (docs/replay.md)",
-        "additionalProperties": False,
-        "properties": {
-            "command": {
-                "type": ["string", "array"],
-                "description": "live replay: the agent, run once per rollout (split "
-                "like a shell line, never run through a shell; docs/live.md)",
-            },
-            "cwd": {"type": "string", "description": "where it runs (default: here)"},
-            "env": {"type": "object", "additionalProperties": {"type": "string"}},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "default": 300},
-            "concurrency": {"type": "integer", "minimum": 1, "default": 1},
-            "structure": {"enum": list(STRUCTURES)},
-            "tool_choice": {
-                "type": "string",
-                "description": "auto | none | required | the name of a tool",
-            },
-            "tools": {
-                "type": "object",
-                "additionalProperties": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "description": {"type": "string"},
-                        "parameters": {"type": "object"},
-                    },
-                },
-            },
-            "decision": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "step": {"type": "integer"},
-                        "key": {
-                            "type": "string",
-                            "description": "<agent or model>#<n>: the agent's n-th "
-                            "decision (otelcar init and replay --json list them)",
-                        },
-                        "agent": {
-                            "type": "string",
-                            "description": "every decision of this agent (a step "
-                            "or key declaration is more specific)",
-                        },
-                        "tools": {"type": "array", "items": {"type": "string"}},
-                        "tool_choice": {"type": "string"},
-                        "params": {"type": "object"},
-                    },
-                },
-            },
-        },
-    }
-
-
-def _config_source() -> dict[str, Any]:
-    """The schema of the ``[source]`` table (:func:`config_schema_document`)."""
-    return {
-        "type": "object",
-        "description": "Read traces from ClickHouse (the OpenTelemetry Collector "
-        "clickhouse exporter's tables) instead of the local store; docs/clickhouse.md",
-        "required": ["url"],
-        "additionalProperties": False,
-        "properties": {
-            "url": {
-                "type": "string",
-                "description": "clickhouse://user:pass@host:port/db, "
-                "clickhouses://… (TLS), chdb://PATH, or a scheme a plugin registers "
-                "(register_sources; otelcar plugins lists them)",
-            },
-            "table": {"type": "string", "default": DEFAULT_TABLE},
-            "logs_table": {
-                "type": "string",
-                "default": DEFAULT_LOGS_TABLE,
-                "description": "GenAI log events; empty: read no logs",
-            },
-            "database": {
-                "type": "string",
-                "description": "overrides the URL's database (default: default)",
-            },
-        },
-    }
-
-
-def _config_triage() -> dict[str, Any]:
-    """The schema of the ``[triage]`` table (:func:`config_schema_document`)."""
-    return {
-        "type": "object",
-        "description": "Background triage of failing traces as they arrive (otelcar "
-        "collect --triage, otelcar triage run; docs/triage.md). Nothing is spent until "
-        "both call limits are set",
-        "additionalProperties": False,
-        "properties": {
-            "max_calls_per_trace": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "policy calls one trace's analyses may spend",
-            },
-            "max_calls_per_day": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "policy calls all analyses may spend per UTC day "
-                "(counted in the store, across restarts)",
-            },
-            "concurrency": {"type": "integer", "minimum": 1, "default": 1},
-            "services": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-                "description": "only traces of these services (default: all)",
-            },
-            "quiet_s": {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "default": 30,
-                "description": "a trace whose root span has not arrived is complete "
-                "after this many seconds without a new span",
-            },
-            "why": {
-                "type": "boolean",
-                "default": False,
-                "description": "also run why on the culprit",
-            },
-            "export": {
-                "type": "string",
-                "pattern": "^https?://",
-                "description": "an OTLP/HTTP base URL (your tracing backend): each "
-                "result also goes there as a span linked to the trace it explains",
-            },
-        },
-    }
+    """JSON Schema of ``otelcar.toml`` (``schemas/config.schema.json``), generated from
+    :class:`~otelcar.config_documents.ConfigDocument`."""
+    return document_schema(ConfigDocument, name="config.schema.json", title="otelcar.toml")

@@ -43,8 +43,8 @@ LAYERS: dict[str, int] = {
             *("replay", "policies", "outcome", "config_checks", "executors", "live", "model"),
             "testing",
             # otelcar.toml: the policies, the outcome, the agent and the replay settings of a
-            # project, built from this layer's pieces
-            "project_config",
+            # project, built from this layer's pieces; its tables declared as types
+            *("project_config", "config_documents"),
         ],
         5,
     ),
