@@ -257,13 +257,14 @@ def test_prefix_reuse_keeps_outputs_identical_to_a_fresh_evaluation(local_model_
         return json.dumps(choice["message"], sort_keys=True), choice.get("logprobs")
 
     try:
-        reused = [decide(m, seed) for seed in (3, 4) for m in requests]
+        # In this order the cache is extended (0 → 1), cut back to the system prompt and
+        # extended again (1 → 2 → 3): every way a request can share a prefix with the last.
+        reused = [decide(m, 3) for m in requests]
         kept = keep_aligned_prefix(llama, llama.tokenize(b"<bos>unrelated", special=True))
         fresh = []
-        for seed in (3, 4):
-            for messages in requests:
-                llama.reset()
-                fresh.append(decide(messages, seed))
+        for messages in requests:
+            llama.reset()
+            fresh.append(decide(messages, 3))
     finally:
         llama.close()
     assert kept == 0  # nothing in common: the cache is dropped
@@ -371,17 +372,21 @@ def test_grammar_prefilter_gives_the_grammar_first_chain_outputs(local_model_pat
     def decisions(sampler: str) -> list[str]:
         monkeypatch.setenv(GRAMMAR_SAMPLER_ENV, sampler)
         out = []
-        # Each margin rule: top-p < 1; top-p = 1 with min-p; neither.
-        for seed, temperature, top_p, min_p in ((1, 1.0, 0.95, 0.05), (2, 0.7, 1.0, 0.05),
-                                                (3, 1.3, 1.0, 0.0)):  # fmt: skip
-            for body in (request, triage):
-                llama.reset()
-                reply = llama.create_chat_completion(
-                    **{**body, "temperature": temperature, "top_p": top_p, "min_p": min_p},
-                    seed=seed,
-                    repeat_penalty=1.1,
-                )
-                out.append(json.dumps(reply["choices"][0]["message"], sort_keys=True))
+        # Each margin rule (top-p < 1; top-p = 1 with min-p; neither) on one of the two
+        # requests (a free tool choice, a forced one), each request under two rules.
+        for seed, temperature, top_p, min_p, body in (
+            (1, 1.0, 0.95, 0.05, request),
+            (2, 0.7, 1.0, 0.05, triage),
+            (3, 1.3, 1.0, 0.0, request),
+            (4, 1.0, 0.95, 0.05, triage),
+        ):
+            llama.reset()
+            reply = llama.create_chat_completion(
+                **{**body, "temperature": temperature, "top_p": top_p, "min_p": min_p},
+                seed=seed,
+                repeat_penalty=1.1,
+            )
+            out.append(json.dumps(reply["choices"][0]["message"], sort_keys=True))
         return out
 
     try:
