@@ -841,3 +841,37 @@ def test_the_harmful_step_from_event_slices_is_the_one_from_table_prefixes():
             assert run_sync(harmful_step(run, outcome)) == expected, (scenario.name, outcome)
             named.append(expected)
     assert None in named and len(set(named)) > 2  # the cases are not all alike
+
+
+def test_the_factual_replay_runs_once_and_its_rollout_is_the_curves(monkeypatch):
+    """The fidelity check's replay is rollout 0 of the curve's factual plan (issue 38): the
+    factual plan is replayed once per ``attribute``, and the result (its rollouts and
+    cassette hits counted as before) is the one the curve's own second replay gave."""
+    import otelcar.attribution.steps.attribute as attribute_stage
+    import otelcar.replay.execution as execution
+    import otelcar.replay.fidelity as fidelity
+    from otelcar.replay.plan import Plan
+
+    factual: list[int] = []
+    for module in (execution, fidelity):
+
+        async def counting(run, plan, env, *args, _real=module.replay, **kwargs):
+            if plan == Plan():
+                factual.append(kwargs.get("rollout", 0))
+            return await _real(run, plan, env, *args, **kwargs)
+
+        monkeypatch.setattr(module, "replay", counting)
+    scenario = synthetic.single_culprit(5, 2)
+    once = _attribute(scenario, seed=3).to_dict()
+    assert factual == [0]
+
+    async def replayed_again(*args, _real=attribute_stage.preflight, **kwargs):
+        notes, _ = await _real(*args, **kwargs)
+        return notes, None  # the curve replays its factual plan itself
+
+    monkeypatch.setattr(attribute_stage, "preflight", replayed_again)
+    factual.clear()
+    twice = _attribute(scenario, seed=3).to_dict()
+    assert factual == [0, 0]
+    once["cost"].pop("wall_s"), twice["cost"].pop("wall_s")
+    assert once == twice

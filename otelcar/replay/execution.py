@@ -51,14 +51,22 @@ async def replay_and_judge(
     """Rollout ``index`` of ``plan`` and its outcome; never raises for a failing policy or
     outcome (the rollout then has status ``failed`` and the reason). Every executor runs
     rollouts through this function, in whichever process."""
-    result = await replay(run, plan, env, rollout=index, base_seed=seed)
+    return await judge_rollout(
+        await replay(run, plan, env, rollout=index, base_seed=seed), env, outcome
+    )
+
+
+async def judge_rollout(rollout: Rollout, env: Environment, outcome: Outcome | None) -> Judged:
+    """``rollout`` with its outcome (the judging half of :func:`replay_and_judge`, for a
+    rollout replayed already); an outcome that raises marks the rollout ``failed`` with the
+    reason."""
     failed = None
-    if outcome is not None and result.ok:
+    if outcome is not None and rollout.ok:
         try:
-            failed = await rollout_failed(env.bind(outcome), result)
+            failed = await rollout_failed(env.bind(outcome), rollout)
         except Exception as exc:
-            result.status, result.error = "failed", f"outcome: {exc}"
-    return Judged(result, failed)
+            rollout.status, rollout.error = "failed", f"outcome: {exc}"
+    return Judged(rollout, failed)
 
 
 class Executor(Protocol):

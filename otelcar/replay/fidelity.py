@@ -20,7 +20,7 @@ import polars as pl
 
 from otelcar.outcome import Outcome, judges_process
 from otelcar.policies.registry import PolicyRegistry
-from otelcar.replay.harness import Environment, replay
+from otelcar.replay.harness import Environment, Rollout, replay
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import ActionRef, ObsRef, RecordedDecision, RecordedRun
 from otelcar.replay.rollout_table import recorded_failed, rollout_failed
@@ -46,6 +46,9 @@ class FidelityReport:
     notes: list[str] = field(default_factory=list)
     #: what each re-decision sends and where it comes from (RunRequests.to_dict)
     requests: dict[str, Any] = field(default_factory=dict)
+    #: the factual replay itself (rollout 0 of ``Plan()``, base seed 0): an analysis that
+    #: needs that rollout again adopts it instead of replaying it twice
+    replay: Rollout | None = field(default=None, repr=False, compare=False)
 
     @property
     def reproducible(self) -> bool:
@@ -117,7 +120,8 @@ async def check_fidelity_async(
     env: Environment | None = None,
 ) -> FidelityReport:
     """Replay ``run`` with everything held and compare with the recording; the outcome's own
-    LLM calls (a judge) go through ``env`` when given (counted in its cost)."""
+    LLM calls (a judge) go through ``env`` when given (counted in its cost). The replay
+    (rollout 0 of ``Plan()``, base seed 0) is kept in the report's ``replay``."""
     if outcome is not None and env is not None:
         outcome = env.bind(outcome)
     env = Environment(PolicyRegistry())  # a factual replay needs no policy
@@ -152,7 +156,7 @@ async def check_fidelity_async(
                 decision.step, decision.agent, "held-only" if reasons else "ok", tuple(reasons)
             )
         )
-    report = FidelityReport(run.trace_id, verdicts, rollout.status, rollout.error)
+    report = FidelityReport(run.trace_id, verdicts, rollout.status, rollout.error, replay=rollout)
     if not run.decisions:
         report.notes.append("the trace has no LLM step to replay")
     report.requests = run.requests.to_dict()

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.replay.engine import RolloutSet, run_plan_async
-from otelcar.replay.execution import Judged
+from otelcar.replay.execution import Judged, judge_rollout
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
@@ -102,8 +102,39 @@ class PlanOutcomes(RolloutArm):
 
     repeated_first: dict[int, bool] = field(default_factory=dict)
     factual: Rollout | None = None  # the factual plan's one rollout, re-judged for every slot
+    #: the factual plan's rollout 0 replayed already (the fidelity check's): adopted as
+    #: that rollout instead of replaying it again (:meth:`adopt`)
+    preplayed: Rollout | None = None
     factual_steps: pl.DataFrame | None = None  # its steps table, built if an outcome needs it
     factual_events: list[RunEvent] | None = None  # its events, made if an outcome reads them
+
+    async def adopt(
+        self,
+        env: Environment,
+        outcome: Outcome,
+        seed: int,
+        on_rollout: Callable[[Judged], None] | None = None,
+    ) -> None:
+        """Take :attr:`preplayed` as this arm's first rollout at base seed ``seed`` (the
+        factual replay is deterministic: its seeds are labels, :func:`reseeded`): judged,
+        counted in ``env`` as if run there (a rollout, its tool results served from the
+        recording) and passed to ``on_rollout`` as a rollout run here is."""
+        assert self.preplayed is not None and self.preplayed.index == self.first
+        assert not self.failures
+        rollout, self.preplayed = reseeded(self.preplayed, seed), None
+        judged = await judge_rollout(rollout, env, outcome)
+        env.accounting.rollouts_run += 1
+        env.accounting.cassette_hits += sum(
+            o.origin == "cassette" for d in rollout.decisions for o in d.observations
+        )
+        env.accounting.rollouts_failed += rollout.status == "failed"
+        self.failures[rollout.index] = judged.failed
+        if not rollout.ok:
+            self.errors.append(f"rollout {rollout.index}: {rollout.error}")
+        if on_rollout is not None:
+            on_rollout(judged)
+        if rollout.ok:
+            self.factual = rollout
 
 
 async def _judge_factual(
@@ -128,6 +159,16 @@ async def _judge_factual(
     except Exception as exc:
         target.errors.append(f"rollout {r}: outcome: {exc}")
         return None
+
+
+def reseeded(rollout: Rollout, base_seed: int) -> Rollout:
+    """``rollout`` of the factual plan as it is at base seed ``base_seed``: every decision
+    is held, so only its seeds (derived from the base seed, the rollout and the decision)
+    differ."""
+    decisions = [
+        replace(d, seed=derive_seed(base_seed, rollout.index, d.index)) for d in rollout.decisions
+    ]
+    return replace(rollout, seed=base_seed, decisions=decisions)
 
 
 def as_rollout(steps: pl.DataFrame, rollout: int, base_seed: int) -> pl.DataFrame:
@@ -168,6 +209,8 @@ async def extend(
     factual = run.horizon - 1
 
     async def one(k: int) -> None:
+        if k == factual and outcomes[k].preplayed is not None and upto > 0:
+            await outcomes[k].adopt(env, outcome, seed, on_rollout)
         have = len(outcomes[k].failures)
         if have >= upto:
             return

@@ -91,7 +91,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.engine import RolloutsFailed
 from otelcar.replay.execution import Judged, current_executor
 from otelcar.replay.fidelity import check_fidelity_async
-from otelcar.replay.harness import Budget, Environment
+from otelcar.replay.harness import Budget, Environment, Rollout
 from otelcar.replay.recorded import RecordedRun
 from otelcar.sync import synchronous
 
@@ -240,12 +240,13 @@ async def attribute_async(
     refuse_small_budget(env.budget, floor)  # before the fidelity check (a judge's calls)
     spent_before = env.accounting.to_dict()  # a shared env (why/fix --step culprit) counts on
     judged = env.bind(Negated(outcome) if credit else outcome)  # a judge's calls counted too
-    notes = await preflight(run, outcome, judged, env, registry, credit=credit)
+    notes, factual = await preflight(run, outcome, judged, env, registry, credit=credit)
     design = Design.of(
         run, confidence=confidence, rollouts=rollouts, first_look=first_look,
         max_rollouts=max_rollouts, use_bisect=bisects(run, mode, bisect_above),
         curve_test=curve_test,
     )  # fmt: skip
+    design.outcomes[run.horizon - 1].preplayed = factual  # the factual replay runs once
     sample = arm_sampler(run, design, env, judged, concurrency, on_rollout)
     curve = await sample_curve(
         run, design, sample, env, seed=seed, futility=futility, margin=margin, notes=notes
@@ -448,11 +449,12 @@ async def preflight(
     registry: PolicyRegistry,
     *,
     credit: bool,
-) -> list[str]:
+) -> tuple[list[str], Rollout | None]:
     """The preflight stage: the factual replay must reproduce the recorded run and its
     failure (success with ``credit``), else :class:`AttributionError` says why. Returns the
     notes the result starts with (held-only steps, inferred requests, tools no policy
-    covers)."""
+    covers) and that replay, the factual plan's rollout 0 (``None`` where the rollouts run
+    the user's agent instead: live replay)."""
     fidelity = await check_fidelity_async(run, outcome=judged, env=env)
     if not fidelity.reproducible:
         bad = [
@@ -487,13 +489,14 @@ async def preflight(
     if inferred:
         notes.append(inferred)
     uncovered = tools_without_policy(run, registry)
-    if uncovered and not getattr(current_executor(), "runs_agent_tools", False):
+    live = getattr(current_executor(), "runs_agent_tools", False)
+    if uncovered and not live:
         notes.append(
             f"no tool policy for {', '.join(uncovered)}: only the recorded calls can be served; "
             "a rollout calling one with other arguments fails and is counted (register "
             "'tool:NAME', or 'tool:*' = recorded to declare it)"
         )
-    return notes
+    return notes, None if live else fidelity.replay
 
 
 @dataclass
