@@ -363,7 +363,7 @@ class StepStats:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class AggregateResult:
     """Step identities ranked by how systematically they cause the failures."""
 

@@ -115,7 +115,7 @@ class PreferencePair:
         raise ValueError(f"unknown pair format {fmt!r}; known: {', '.join(FORMATS)}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class PairsResult:
     """The pairs made from one result, what kept others from being made, what it cost."""
 
@@ -378,7 +378,7 @@ async def attribution_pairs_async(
     recorded: Message = decision.action  # type: ignore[assignment]  # _usable checked it
     env = Environment(registry, budget or Budget())
     fresh, held = await _fresh_rollouts(run, decision, env, outcome, rollouts, seed, on_rollout)
-    out.cost = env.accounting.to_dict()
+    out = PairsResult(out.pairs, out.notes, env.accounting.to_dict())  # the calls spent
     for arm, done in (("re-deciding", fresh), ("holding", held)):
         if (lost := _lost(done)) is not None:
             out.notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")

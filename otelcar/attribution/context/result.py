@@ -197,7 +197,7 @@ def _depth(level: str) -> int:
     return LEVELS.index(level)
 
 
-@dataclass
+@dataclass(frozen=True)
 class WhyResult:
     """Which text in a decision's context made the agent take it, how sure, at what cost."""
 

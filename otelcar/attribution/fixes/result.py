@@ -171,7 +171,7 @@ class FixCandidate:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class FixResult:
     """Candidate fixes of one decision, validated; the best one named.
 

@@ -61,7 +61,7 @@ class ShapleyResult:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class AttributionResult:
     """Which step caused the failure, how sure, and what it cost."""
 
