@@ -440,3 +440,32 @@ def test_a_langsmith_tool_call_whose_id_or_name_is_not_a_string_is_read():
     calls = _calls_of([{"id": ["a", 1], "name": 7, "args": {"q": 1}}, {"id": "b", "name": "x"}])
     assert [(c.id, c.name) for c in calls] == [("['a', 1]", "7"), ("b", "x")]
     assert len(_merge_calls(calls, calls)) == 2
+
+
+def test_a_message_or_block_whose_type_is_a_list_is_read_not_raised():
+    """Found by ``test_the_normaliser_never_raises_on_any_json``: a content block whose
+    ``type`` was a list raised ``unhashable type: 'list'`` out of the normaliser; MLflow's
+    LangChain message check had the same look-up. Such a block is now an issue, and such a
+    message is read as any other item."""
+    from otelcar.conventions import map_span
+    from otelcar.conventions.normalize import messages
+    from otelcar.ingest.frames import SpanFrame
+
+    issues: list[str] = []
+    read = messages({"role": "user", "content": [{"type": []}, "hello"]}, issues)
+    assert [m.content for m in read] == ["hello"]
+    assert any("content block type []" in i for i in issues)
+    inputs = {"messages": [{"type": ["human"], "content": "hi"}, {"role": "user", "content": "q"}]}
+    outputs = {"generations": [[{"message": {"type": {}}, "text": "answer"}]]}
+    span = SpanFrame(
+        trace_id="t" * 32, span_id="s" * 16, parent_span_id=None, name="ChatModel",
+        kind="INTERNAL", start_ns=1, end_ns=2,
+        attributes={
+            "mlflow.spanType": json.dumps("CHAT_MODEL"),
+            "mlflow.spanInputs": json.dumps(inputs),
+            "mlflow.spanOutputs": json.dumps(outputs),
+        },
+    )  # fmt: skip
+    mapped = map_span(span)
+    assert mapped.kind == "llm" and mapped.source == "mlflow", mapped.issues
+    assert mapped.output is not None and mapped.output.content == "answer"

@@ -52,6 +52,13 @@ _LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "too
 CHUNK_EVENT, CHUNK_VALUE = "mlflow.chunk.item.", "mlflow.chunk.value"
 
 
+def _is_langchain(value: Any) -> bool:
+    """Whether ``value`` is a LangChain message dict (its ``type`` a role name; a ``type``
+    that is a list or an object is not, and is no error)."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    return isinstance(kind, str) and kind in _LANGCHAIN_ROLES
+
+
 class MLflowMapper:
     """Mapper for MLflow tracing spans (see the module docstring)."""
 
@@ -185,7 +192,7 @@ def _messages(value: Any, mapped: MappedSpan) -> list[Message] | None:
             out.append(Message(role="user", content=item))
         elif isinstance(item, dict) and "role" in item:
             out.extend(messages_from_any([item], mapped.issues, "input") or [])
-        elif isinstance(item, dict) and item.get("type") in _LANGCHAIN_ROLES:
+        elif _is_langchain(item):
             out.append(_langchain_message(item))
         elif isinstance(item, dict):  # a Responses API item: function_call / _output
             blocks = read_blocks([item], parse_json=False)
@@ -236,7 +243,7 @@ def _read_reply(reply: Any, mapped: MappedSpan) -> None:
             first = generations[0][0] if isinstance(generations[0], list) else generations[0]
             if isinstance(first, dict):
                 message = first.get("message")
-                if isinstance(message, dict) and message.get("type") in _LANGCHAIN_ROLES:
+                if _is_langchain(message):
                     mapped.output = _langchain_message(message)
                 elif isinstance(first.get("text"), str):
                     mapped.output = Message(role="assistant", content=first["text"])

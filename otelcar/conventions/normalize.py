@@ -673,7 +673,9 @@ def _add_block(block: Any, parts: _Parts, issues: list[str]) -> None:
         issues.append(f"content block of type {type(block).__name__} ignored")
         return
     kind = block.get("type")
-    if kind in TEXT_BLOCKS:
+    if not isinstance(kind, str):  # a list or an object names no block type (and is unhashable)
+        issues.append(f"content block type {kind!r} is not represented in the normalized message")
+    elif kind in TEXT_BLOCKS:
         _add_text(str(block.get("text") or ""), parts, issues)
     elif kind == "tool_use":
         parts.calls.append(
