@@ -36,14 +36,17 @@ test: $(STAMP)
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || echo "warning: could not install chromium chromium-driver: the browser tests will skip (and fail under CI=true)"
 	$(VENV)/bin/ruff check otelcar tests benchmarks fixtures examples
 	$(VENV)/bin/ruff format --check otelcar tests benchmarks fixtures examples
-	@# Two workers, one module each at a time (--dist loadscope): module- and session-scoped
-	@# fixtures (the reduced demo, the model server) run once per worker that needs them, and
-	@# the longest modules start first (tests/conftest.py) so both end together: in the
-	@# order conftest gives them (--no-loadscope-reorder), not by their number of tests.
+	@# Three workers on two cores, one module each at a time (--dist loadscope): the suite
+	@# waits for much of its time (servers starting, agents' processes, the model server), and
+	@# a third worker fills those waits (pytest 12 min 2 s with three, 1.93 cores busy, against
+	@# 15 min with two). Module- and session-scoped fixtures (the reduced demo, the model
+	@# server) run once per worker that needs them, and the longest modules start first
+	@# (tests/conftest.py) so the workers end together: in the order conftest gives them
+	@# (--no-loadscope-reorder), not by their number of tests.
 	@# `pytest -m "not slow"` is the quick local loop. Bytecode is cached even where
 	@# PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of Python processes (pytest's
 	@# own, the CLI, live agents), and each would otherwise compile and assert-rewrite again.
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -n 3 --dist loadscope --no-loadscope-reorder
 
 ## schemas: regenerate the generated contracts and the CLI reference (tests check both)
 schemas: $(STAMP)

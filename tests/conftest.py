@@ -63,18 +63,18 @@ def local_model_server(local_model_path: Path, tmp_path_factory: pytest.TempPath
 
 
 #: The longest modules' cost in seconds on one idle core (measured with ``--durations``;
-#: rough: it only orders them). On `make test`'s two workers (``--dist loadscope`` with
+#: rough: it only orders them). On `make test`'s three workers (``--dist loadscope`` with
 #: ``--no-loadscope-reorder``: a module is one unit, and a worker takes the next unit when it
 #: is almost done with its own) the units start longest first, so the reduced demo starts at
-#: once on one worker while the next longest go to the other, and the many short modules fill
-#: in behind them: both workers end together instead of one waiting on a long module it took
+#: once on one worker while the next longest go to the others, and the many short modules
+#: fill in behind them: the workers end together instead of one waiting on a long module it took
 #: last (longest-first list scheduling). A module not listed here counts as short; one with a
 #: ``slow`` test still goes before the unmarked ones.
 MODULE_SECONDS: dict[str, float] = {
     "tests/test_demo_e2e.py": 400,
     "tests/test_live.py": 210,
     "tests/test_attribution_calibration.py": 200,
-    "tests/test_local_model.py": 120,
+    "tests/test_local_model.py": 60,
     "tests/test_triage.py": 60,
     "tests/test_ray_executor.py": 60,
     "tests/test_store_kill.py": 55,
