@@ -20,6 +20,8 @@ from click.testing import CliRunner
 from otelcar import read_otlp
 from otelcar.attribution import attribute
 from otelcar.attribution.aggregate import TraceVerdict, aggregate
+from otelcar.attribution.experiment.rollouts import curve_plan_key
+from otelcar.attribution.steps.curve import curve_plans
 from otelcar.cli import cli
 from otelcar.outcome import FunctionOutcome
 from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
@@ -225,6 +227,28 @@ def test_alternatives_carry_the_analysis_judgement_and_the_report_judges_nothing
         for index, j in sampler.kept[key].items():
             view = next(v for v in views if v["resample_from"] == key and v["rollout"] == index)
             assert view["failed"] is by_rollout[(j.rollout.plan, index)]
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "bisect"])
+def test_rollouts_reach_the_sampler_with_the_plan_key_attribution_gave_them(mode: str):
+    """Attribution labels each rollout with its plan (issue 38): every keyed rollout ran
+    the curve plan its key names, bisection's confirmation arm is labelled apart, and the
+    sampler keeps only the curve's, by key, never guessing from a plan's shape."""
+    scenario = synthetic.single_culprit(6, 3, p_bad=0.7)
+    steps, registry, outcome = synthetic.build(scenario)
+    run = load_run(synthetic.TRACE_ID, steps)
+    judged: list[Any] = []
+    sampler = RolloutSampler(then=judged.append)
+    attribute(run, registry=registry, outcome=outcome, seed=5, mode=mode, on_rollout=sampler)
+    plans = {curve_plan_key(run, k): plan for k, plan in curve_plans(run).items()}
+    stages = {j.plan_key[0] for j in judged if j.plan_key is not None}
+    assert stages == ({"curve", "confirm"} if mode == "bisect" else {"curve"})
+    for j in judged:
+        if j.plan_key is not None:
+            assert j.rollout.plan == plans[j.plan_key[1]]
+    kept = [(key, j) for key, plan in sampler.kept.items() for j in plan.values()]
+    assert kept and all(j.plan_key == ("curve", key) for key, j in kept)
+    assert None in sampler.kept  # the factual replay (the fidelity check's, adopted)
 
 
 def test_html_report_in_chromium(browser: Any, attribution_doc: dict[str, Any], tmp_path: Path):

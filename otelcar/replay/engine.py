@@ -125,7 +125,7 @@ async def run_plan_async(
         concurrency=concurrency,
         on_rollout=on_rollout,
     )
-    rollouts_done = [r for r, _ in done]
+    rollouts_done = [j.rollout for j in done]
     env.accounting.rollouts_run += len(rollouts_done)
     env.accounting.rollouts_failed += sum(r.status == "failed" for r in rollouts_done)
     if stop_when_most_fail:
@@ -134,7 +134,7 @@ async def run_plan_async(
     return RolloutSet(
         plan,
         rollouts_done,
-        [f for _, f in done],
+        [j.failed for j in done],
         time.perf_counter() - start,
         {k: after[k] - before[k] for k in after},
     )

@@ -31,12 +31,21 @@ from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun
 from otelcar.replay.rollout_table import rollout_failed
 
+#: Which of an analysis's plans a rollout belongs to, as the analysis names it: the stage
+#: (``"curve"``: the commitment curve; ``"confirm"``: bisection's confirmation arm) and the
+#: first re-decided decision step of the plan (``None``: the factual replay).
+PlanKey = tuple[str, int | None]
+
 
 class Judged(NamedTuple):
-    """One rollout and its outcome (``True``: failed; ``None``: not judged)."""
+    """One rollout and its outcome (``True``: failed; ``None``: not judged), with the key
+    of the plan it ran where the analysis that drew it gave one (``None`` otherwise): a
+    consumer (the report's sampler) reads which plan a rollout belongs to from the key,
+    never from the plan's shape."""
 
     rollout: Rollout
     failed: bool | None
+    plan_key: PlanKey | None = None
 
 
 async def replay_and_judge(

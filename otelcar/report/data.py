@@ -29,7 +29,6 @@ import polars as pl
 from otelcar.messages import Message, decode_arguments
 from otelcar.replay.execution import Judged
 from otelcar.replay.harness import Rollout
-from otelcar.replay.plan import Resample
 from otelcar.report.documents import TIMELINE_VERSION
 
 MAX_TEXT = 100_000  # characters of one message or tool result kept in a report section
@@ -215,20 +214,13 @@ def full_context(timeline: Mapping[str, Any], step: int) -> list[dict[str, Any]]
 
 
 # -- alternative timelines --------------------------------------------------------------------
-def _resample_from(rollout: Rollout) -> int | None:
-    """The curve plan a rollout ran, read from its plan: the first re-decided step of a plan
-    made only of ``Resample`` interventions (``None``: the factual replay, no intervention;
-    ``-2``: another kind of plan — Shapley's, ``why``'s, ``fix``'s — kept apart)."""
-    steps = [i.step for i in rollout.plan.interventions if isinstance(i, Resample)]
-    if len(steps) != len(rollout.plan.interventions):
-        return -2
-    return min(steps) if steps else None
-
-
 class RolloutSampler:
     """An ``on_rollout`` callback that keeps the first ``per_plan`` judged rollouts of each
     plan of the commitment curve, to show them as alternative timelines: each with the
-    outcome the analysis judged it by, so the report renders and never judges again.
+    outcome the analysis judged it by, so the report renders and never judges again. Which
+    plan a rollout ran is its :attr:`~otelcar.replay.execution.Judged.plan_key` (stage
+    ``"curve"``, by the plan's first re-decided step), as attribution labelled it; rollouts
+    of other stages (bisection's confirmation, the refutation, Shapley) are not kept.
 
     It can wrap another callback (a progress bar): ``RolloutSampler(then=progress_tick)``.
     """
@@ -239,9 +231,9 @@ class RolloutSampler:
         self.kept: dict[int | None, dict[int, Judged]] = {}
 
     def __call__(self, judged: Judged) -> None:
-        key = _resample_from(judged.rollout)
-        if key != -2 and judged.rollout.index < self.per_plan:
-            self.kept.setdefault(key, {})[judged.rollout.index] = judged
+        key = judged.plan_key
+        if key is not None and key[0] == "curve" and judged.rollout.index < self.per_plan:
+            self.kept.setdefault(key[1], {})[judged.rollout.index] = judged
         if self.then is not None:
             self.then(judged)
 

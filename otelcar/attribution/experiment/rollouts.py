@@ -16,7 +16,7 @@ import polars as pl
 
 from otelcar.outcome import Outcome, RunEvent, judges_events
 from otelcar.replay.engine import RolloutSet, run_plan_async
-from otelcar.replay.execution import Judged, judge_rollout
+from otelcar.replay.execution import Judged, PlanKey, judge_rollout
 from otelcar.replay.harness import Environment, Rollout, derive_seed
 from otelcar.replay.plan import Plan
 from otelcar.replay.recorded import RecordedRun, same_message
@@ -202,15 +202,18 @@ async def extend(
     outcome: Outcome,
     concurrency: int,
     on_rollout: Callable[[Judged], None] | None = None,
+    stage: str = "curve",
 ) -> None:
     """Bring every plan in ``needed`` up to ``upto`` rollouts (a judge's calls, too, go
-    through ``env``)."""
+    through ``env``); each rollout reaches ``on_rollout`` with its plan's key
+    (:func:`curve_plan_key`, under ``stage``)."""
     outcome = env.bind(outcome)
     factual = run.horizon - 1
 
     async def one(k: int) -> None:
+        tagged = keyed(on_rollout, (stage, curve_plan_key(run, k)))
         if k == factual and outcomes[k].preplayed is not None and upto > 0:
-            await outcomes[k].adopt(env, outcome, seed, on_rollout)
+            await outcomes[k].adopt(env, outcome, seed, tagged)
         have = len(outcomes[k].failures)
         if have >= upto:
             return
@@ -229,7 +232,7 @@ async def extend(
             seed=seed,
             outcome=outcome,
             concurrency=concurrency,
-            on_rollout=on_rollout,
+            on_rollout=tagged,
         )
         assert result is not None  # have < upto
         first = k + 1
@@ -249,3 +252,19 @@ async def extend(
                 target.failures[r] = await _judge_factual(outcome, target, r, seed)
 
     await asyncio.gather(*(one(k) for k in sorted(needed)))
+
+
+def curve_plan_key(run: RecordedRun, k: int) -> int | None:
+    """The first re-decided decision step of curve plan ``k`` (decision ``k + 1``'s step;
+    ``None``: plan ``horizon − 1``, the factual replay)."""
+    first = k + 1
+    return run.decisions[first].step if first < run.horizon else None
+
+
+def keyed(
+    on_rollout: Callable[[Judged], None] | None, key: PlanKey
+) -> Callable[[Judged], None] | None:
+    """``on_rollout`` given each rollout with its plan's ``key``."""
+    if on_rollout is None:
+        return None
+    return lambda judged: on_rollout(judged._replace(plan_key=key))

@@ -358,6 +358,7 @@ def arm_sampler(
     async def sample(
         target: dict[int, PlanOutcomes], arm_seed: int, upto: int, needed: set[int]
     ) -> None:
+        stage = "curve" if target is design.outcomes else "confirm"
         await extend(
             run,
             design.plans,
@@ -369,6 +370,7 @@ def arm_sampler(
             outcome=judged,
             concurrency=concurrency,
             on_rollout=on_rollout,
+            stage=stage,
         )
 
     return sample
