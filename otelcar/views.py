@@ -15,6 +15,23 @@ from otelcar.messages import decode_arguments
 from otelcar.schema import TRACES_SCHEMA
 
 
+def pending_text(pending_bytes: int) -> str:
+    """What every list of traces says while received batches wait to be derived (a
+    receiver's backlog: :meth:`otelcar.store.Store.pending_bytes`); plain text."""
+    return (
+        f"{pending_bytes / 1e6:.1f} MB of received batches are not derived yet: their traces "
+        "are missing here or lack those spans. A running `otelcar collect` derives them; "
+        "otherwise the next `otelcar import` (or `otelcar reindex`) does."
+    )
+
+
+def pending_bytes(source: object) -> int:
+    """Bytes ``source`` holds received but not derived (0 for a source without a backlog:
+    one that is not the local store)."""
+    pending = getattr(source, "pending_bytes", None)
+    return int(pending()) if callable(pending) else 0
+
+
 def trace_view(row: dict[str, Any]) -> dict[str, Any]:
     """One trace-index row as JSON (``build_id`` is internal and left out)."""
     out = {k: v for k, v in row.items() if k != "build_id"}

@@ -73,6 +73,26 @@ def test_the_list_is_drawn_again_only_when_a_trace_arrives(console) -> None:
     assert "2 traces match" in client.get("/traces").text
 
 
+def test_the_list_says_what_is_received_but_not_derived_at_every_request(console) -> None:
+    """A receiver's backlog (batches stored, not yet derived) is said on the list as the CLI's
+    ``traces`` says it, read at every request though the list itself is kept (issue 40)."""
+    from otelcar.importer import iter_file_records
+
+    client, store, _config = console
+    assert 'id="pending"' not in client.get("/traces").text
+    dump = store.parent / "backlog.json"
+    document = long_conversation(2, trace_id=SECOND, start_ns=1_700_000_100 * 10**9)
+    dump.write_text(json.dumps(document), "utf-8")
+    Store(store).append(list(iter_file_records([dump])))  # durable, not derived
+    reads = CountingStore.reads
+    waiting = client.get("/traces").text
+    assert "MB of received batches are not derived yet" in waiting and 'id="pending"' in waiting
+    assert "1 trace match" in waiting and CountingStore.reads == reads  # the list was kept
+    Store(store).catch_up()  # what a running `otelcar collect` does
+    derived = client.get("/traces").text
+    assert 'id="pending"' not in derived and "2 traces match" in derived
+
+
 def test_a_changed_config_draws_the_list_again(console) -> None:
     client, _store, config = console
     assert client.get("/traces").status_code == 200

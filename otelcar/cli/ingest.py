@@ -32,6 +32,8 @@ from otelcar.ingest.formats import export_formats
 from otelcar.render import import_report, step_details, steps_table, traces_table
 from otelcar.views import (
     own_trace_summary,
+    pending_bytes,
+    pending_text,
     records_view,
     steps_view,
     trace_view,
@@ -132,7 +134,7 @@ def traces_command(
     verdicts: dict[str, str] | None = None
     with project(ctx).open_traces(settings) as source:
         traces = source.traces(wanted)
-        pending = source.pending_bytes() if hasattr(source, "pending_bytes") else 0
+        pending = pending_bytes(source)
         if judging is not None:
             verdicts = _recorded_outcomes(source, traces["trace_id"].to_list(), judging.outcome)
     if as_json:
@@ -144,9 +146,7 @@ def traces_command(
         console().print(traces_table(traces, outcomes=verdicts))
     if pending:
         console(stderr=True).print(
-            f"[yellow]{pending / 1e6:.1f} MB of received batches are not derived yet[/]: "
-            "their traces are missing here or lack those spans. A running `otelcar collect` "
-            "derives them; otherwise the next `otelcar import` (or `otelcar reindex`) does."
+            pending_text(pending), style="yellow", markup=False, highlight=False
         )
 
 

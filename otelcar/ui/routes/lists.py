@@ -5,6 +5,7 @@ unchanged, :mod:`otelcar.store.stamp`) with its live-updates stream, ``/search``
 from __future__ import annotations
 
 import asyncio
+import html
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,10 @@ from otelcar.ui.console import Console, count_events
 from otelcar.ui.listing import QueryError, TraceQuery, apply_query
 from otelcar.ui.totals import page_totals, session_traces
 from otelcar.ui.trace_cache import TotalsCache
-from otelcar.views import traces_view
+from otelcar.views import pending_bytes, pending_text, traces_view
+
+#: Where ``traces.html`` says what is received but not derived yet (:func:`with_pending`).
+PENDING_MARK = "<!--otelcar:pending-->"
 
 #: Traces a page of search results shows.
 SEARCH_PAGE = 50
@@ -62,7 +66,8 @@ class ListPages:
                     if stamp is None
                     else (stamp, file_stamp(self.c.config_file), query, wanted)
                 )
-                return self.c.respond(self.listed.get(key, lambda: self.list_html(source, query)))
+                listed = self.listed.get(key, lambda: self.list_html(source, query))
+                return self.c.respond(with_pending(listed, pending_bytes(source)))
         except QueryError as exc:
             return self.c.page("error.html", 400, title="bad query", message=str(exc))
 
@@ -148,6 +153,18 @@ class ListPages:
             total=total,
             outcomes=outcomes,
         )
+
+
+def with_pending(listed: str, pending: int) -> str:
+    """The kept list page with what is still pending said where the page marks it
+    (:data:`PENDING_MARK`): read at every request, since the store's stamp changes only
+    when a build is committed, not when a batch is received."""
+    notice = (
+        f'<p class="pending" id="pending">{html.escape(pending_text(pending))}</p>'
+        if pending
+        else ""
+    )
+    return listed.replace(PENDING_MARK, notice, 1)
 
 
 def page_outcomes(
