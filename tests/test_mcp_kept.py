@@ -75,3 +75,34 @@ def test_list_traces_is_kept_until_a_trace_arrives(tmp_path: Path) -> None:
             assert broken.is_error and "\n" not in broken.content[0].text
 
     anyio.run(main)
+
+
+def test_list_traces_says_what_is_received_but_not_derived(tmp_path: Path) -> None:
+    """A receiver's backlog is said in ``list_traces`` (``pending`` and the summary), as
+    ``otelcar traces`` and the console say it, and a kept answer is not sent once the
+    backlog has changed (issue 40)."""
+    from otelcar.importer import iter_file_records
+
+    store, config = tmp_path / "store", tmp_path / "otelcar.toml"
+    _import(store, FIRST, 1_700_000_000)
+    config.write_text("")
+    dump = tmp_path / "backlog.json"
+    document = long_conversation(1, trace_id=SECOND, start_ns=1_700_000_100 * 10**9)
+    dump.write_text(json.dumps(document), "utf-8")
+
+    async def main() -> None:
+        async with Client(build_server(CountingContext(store, config))) as client:
+            quiet = await client.call_tool("list_traces", {})
+            assert quiet.structured_content["pending"] is None
+            Store(store).append(list(iter_file_records([dump])))  # durable, not derived
+            waiting = await client.call_tool("list_traces", {})
+            assert [t["trace_id"] for t in waiting.structured_content["traces"]] == [FIRST]
+            said = waiting.structured_content["pending"]
+            assert "MB of received batches are not derived yet" in said
+            assert said in waiting.content[0].text
+            Store(store).catch_up()  # what a running `otelcar collect` does
+            derived = await client.call_tool("list_traces", {})
+            assert derived.structured_content["pending"] is None
+            assert [t["trace_id"] for t in derived.structured_content["traces"]] == [FIRST, SECOND]
+
+    anyio.run(main)

@@ -15,7 +15,7 @@ from otelcar.errors import OtelcarError
 from otelcar.mcp.bounded import decode_cursor, encode_cursor, fit_items, size
 from otelcar.sources import TraceFilter, TraceSource, parse_time
 from otelcar.trace_search import SearchError, matching_steps
-from otelcar.views import trace_view, traces_view
+from otelcar.views import pending_bytes, pending_text, trace_view, traces_view
 
 #: Most traces one call returns (an agent pages on with ``next_cursor``).
 MAX_LIMIT = 1000
@@ -82,11 +82,15 @@ def traces_page(
     cursor: str | None = None,
     budget: int | None = None,
 ) -> dict[str, Any]:
-    """``{"traces", "next_cursor"}``: a page of :func:`list_traces` within ``budget`` bytes
-    (``None``: no cap; a page over it keeps its newest traces). ``next_cursor`` (``None``
-    when no older trace matches) lists the next older page with the same filters; a cursor
-    replaces every other argument. Pages do not overlap: the cursor holds the oldest start
-    shown and the ids shown at that start."""
+    """``{"traces", "next_cursor", "pending"}``: a page of :func:`list_traces` within
+    ``budget`` bytes (``None``: no cap; a page over it keeps its newest traces).
+    ``next_cursor`` (``None`` when no older trace matches) lists the next older page with the
+    same filters; a cursor replaces every other argument. Pages do not overlap: the cursor
+    holds the oldest start shown and the ids shown at that start. ``pending`` says what the
+    store has received but not derived yet (:func:`otelcar.views.pending_text`; ``None`` when
+    nothing is)."""
+    backlog = pending_bytes(source)
+    pending = pending_text(backlog) if backlog else None
     seen: list[str] = []
     before: int | None = None
     if cursor is not None:
@@ -117,7 +121,7 @@ def traces_page(
     more = traces.height > limit
     views = traces_view(traces.tail(limit))
     if budget is not None:
-        kept = fit_items(views[::-1], budget - PAGE_BYTES)
+        kept = fit_items(views[::-1], budget - PAGE_BYTES - size(pending))
         more = more or kept < len(views)
         views = views[len(views) - kept :]
     next_cursor = None
@@ -135,7 +139,7 @@ def traces_page(
             "seen": ties + (seen if oldest == before else []),
         }
         next_cursor = encode_cursor("list_traces", state)
-    return {"traces": views, "next_cursor": next_cursor}
+    return {"traces": views, "next_cursor": next_cursor, "pending": pending}
 
 
 def search_traces(source: Any, query: str, *, limit: int = 20) -> list[dict[str, Any]]:

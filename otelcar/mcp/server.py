@@ -69,6 +69,14 @@ def _root(document: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in document.items() if k not in ("$schema", "$id")}
 
 
+#: ``list_traces``' ``pending``: what a receiver stored and has not derived yet.
+PENDING = {
+    "type": ["string", "null"],
+    "description": "What the store has received but not derived yet (its traces are missing "
+    "here or lack those spans); null when nothing is.",
+}
+
+
 def _object(properties: dict[str, Any], *parts: dict[str, Any]) -> dict[str, Any]:
     """An object schema with every property required; ``$defs`` of ``parts`` hoisted to the
     root, where their ``#/$defs/…`` references point."""
@@ -239,7 +247,9 @@ def output_schemas() -> dict[str, dict[str, Any]]:
         "why": {"type": ["object", "null"]},
     }
     schemas = {
-        "list_traces": _object({"traces": _embedded(traces), "next_cursor": PAGING["next_cursor"]}),
+        "list_traces": _object(
+            {"traces": _embedded(traces), "next_cursor": PAGING["next_cursor"], "pending": PENDING}
+        ),
         "search_traces": _object(
             {"query": {"type": "string"}, "traces": searched, "next_cursor": PAGING["next_cursor"]}
         ),

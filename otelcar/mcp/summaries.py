@@ -17,10 +17,11 @@ MAX_CHARS = 1000
 
 def _traces(document: dict[str, Any]) -> str:
     traces = document["traces"]
+    pending = f". {document['pending']}" if document.get("pending") else ""
     if not traces:
-        return "no trace matches"
+        return f"no trace matches{pending}"
     ids = ", ".join(t["trace_id"][:12] for t in traces[-5:])
-    return f"{len(traces)} trace(s) (oldest first; the newest: {ids})"
+    return f"{len(traces)} trace(s) (oldest first; the newest: {ids}){pending}"
 
 
 def _search(document: dict[str, Any]) -> str:

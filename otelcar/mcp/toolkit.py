@@ -30,6 +30,7 @@ from otelcar.mcp.bounded import (
 )
 from otelcar.store.stamp import StampedCache, store_stamp
 from otelcar.triage.summaries import FailureIndex
+from otelcar.views import pending_bytes
 
 log = logging.getLogger("otelcar.mcp")
 
@@ -166,13 +167,14 @@ class Toolkit:
         """``answer(name, read())`` on a worker thread: reading, checking and sizing a result
         never holds up the server's loop (other requests are answered meanwhile). With a
         ``key`` (the call's arguments), the answer is kept while the local store is unchanged
-        (:mod:`otelcar.store.stamp`; ``otelcar.toml`` is read at every call, and a
-        ``[source]`` other than the store keeps nothing) and sent again."""
+        (:mod:`otelcar.store.stamp`, and its backlog of received batches, which a list
+        reports; ``otelcar.toml`` is read at every call, and a ``[source]`` other than the
+        store keeps nothing) and sent again."""
 
         def keep() -> CallToolResult:
             with self.read_source() as source:
-                stamp = store_stamp(source)
-            kept = None if stamp is None else (stamp, name, key)
+                stamp, backlog = store_stamp(source), pending_bytes(source)
+            kept = None if stamp is None else (stamp, backlog, name, key)
             return self._kept_answers.get(kept, lambda: self.answer(name, read()))
 
         return await in_thread(lambda: self.answer(name, read()) if key is None else keep())
