@@ -10,6 +10,8 @@ The public API, in the order data flows::
     run = otelcar.load_run(trace_id, store.steps(trace_id))
     result = otelcar.attribute(run, registry=registry, outcome=outcome)
     cause = otelcar.why(run, step=result.culprit.step, registry=registry, outcome=outcome)
+    print(otelcar.headline(result))               # one sentence: what, where, how sure
+    otelcar.document(result)                      # the JSON `otelcar attribute --json` writes
     pairs = otelcar.export_pairs(run, result=result.to_dict(), registry=registry,
                                  outcome=outcome)  # preference pairs, on fresh rollouts
 
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from otelcar.replay.harness import Budget, Environment
     from otelcar.replay.plan import Plan
     from otelcar.replay.recorded import RecordedRun, load_run
+    from otelcar.report.prose import document, headline
     from otelcar.schema import STEPS_SCHEMA, TRACES_SCHEMA
     from otelcar.store import ImportReport, Store, scan_store
 
@@ -123,6 +126,9 @@ _LAZY = {
     "export_pairs_async": "otelcar.attribution.pairs",
     "PreferencePair": "otelcar.attribution.pairs",
     "PairsResult": "otelcar.attribution.pairs",
+    # the words and JSON of a result, as every front end writes them
+    "headline": "otelcar.report.prose",
+    "document": "otelcar.report.prose",
 }
 
 __all__ = [
@@ -157,10 +163,12 @@ __all__ = [
     "attribute_async",
     "attribute_traces",
     "attribute_traces_async",
+    "document",
     "export_pairs",
     "export_pairs_async",
     "fix",
     "fix_async",
+    "headline",
     "import_files",
     "load_run",
     "read_langfuse",

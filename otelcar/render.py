@@ -280,10 +280,10 @@ def _offered(request: dict[str, Any] | None) -> Text:
     return text
 
 
-def live_check_table(check: Any) -> Table:
-    """The live check (:class:`otelcar.live.check.LiveCheck`): per recorded decision, whether
-    the agent made its request again, what it offered, and how it differs."""
-    doc = check if isinstance(check, dict) else check.to_dict()
+def live_check_table(doc: Mapping[str, Any]) -> Table:
+    """The live check (its document, :func:`otelcar.report.prose.document` of a
+    :class:`otelcar.live.check.LiveCheck`): per recorded decision, whether the agent made its
+    request again, what it offered, and how it differs."""
     table = Table(title=untrusted_text(doc["headline"]), header_style="bold")
     for name in ("step", "request", "tools the agent offered", "tool choice", "differs"):
         table.add_column(name)
@@ -302,10 +302,10 @@ def live_check_table(check: Any) -> Table:
     return table
 
 
-def policy_check_table(check: Any) -> Table:
-    """The per-decision reproduction rates of a policy check (a
-    :class:`~otelcar.attribution.faithfulness.PolicyCheck` or its ``to_dict()``)."""
-    doc = check if isinstance(check, dict) else check.to_dict()
+def policy_check_table(doc: Mapping[str, Any]) -> Table:
+    """The per-decision reproduction rates of a policy check (its document,
+    :func:`otelcar.report.prose.document` of a
+    :class:`~otelcar.attribution.faithfulness.PolicyCheck`)."""
     table = Table(
         title=untrusted_text(f"policy check of {doc['trace_id']} (same: {doc['same']})"),
         header_style="bold",
@@ -344,13 +344,13 @@ def policy_check_table(check: Any) -> Table:
     return table
 
 
-def attribution_report(console: Console, result: Any) -> None:
+def attribution_report(console: Console, doc: Mapping[str, Any]) -> None:
     """The verdict and a compact per-step table of an attribution.
 
-    ``result``: an :class:`~otelcar.attribution.AttributionResult` or its ``to_dict()`` (as
-    read back from ``--json``); with a ``timeline`` section the table shows each step's action.
+    ``doc``: the attribution's document (:func:`otelcar.report.prose.document` of an
+    :class:`~otelcar.attribution.AttributionResult`, or as read back from ``--json``); with a
+    ``timeline`` section the table shows each step's action.
     """
-    doc = result if isinstance(result, dict) else result.to_dict()
     style = {"culprit": "bold red", "locked-in": "bold yellow", "undecided": "bold"}
     console.print(untrusted_text(doc["headline"], style=style.get(doc["verdict"], "")))
     gists = {s["step"]: s.get("gist") or "" for s in (doc.get("timeline") or {}).get("steps", [])}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,31 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/test_live_process_outcome.py": 25,
     "tests/test_fuzz_decoders.py": 23,
 }
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (user + system)."""
+    import resource
+
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With ``OTELCAR_TEST_CPU=FILE``: each test's CPU seconds (setup, call and teardown, its
+    ended child processes included, so a module's model server counts where its fixture ends
+    it) appended to ``FILE`` as ``nodeid<TAB>seconds`` lines, to tell which tests the suite's
+    CPU goes to (``--durations`` times wall clock, which three workers on two cores blur)."""
+    path = os.environ.get("OTELCAR_TEST_CPU")
+    before = _cpu_seconds() if path else 0.0
+    yield
+    if path:
+        with open(path, "a") as ledger:  # one short line per append: workers do not interleave
+            ledger.write(f"{item.nodeid}\t{_cpu_seconds() - before:.2f}\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -29,6 +29,8 @@ from otelcar.cli import cli
 from otelcar.outcome import FunctionOutcome
 from otelcar.policies.python import CallableLLMPolicy, CallableToolPolicy
 from otelcar.policies.registry import PolicyRegistry
+from otelcar.report.prose import document as result_document
+from otelcar.report.prose import headline
 from tests.helpers.generated_agent import (
     AGENT_MODULE,
     AGENT_SOURCE,
@@ -87,12 +89,12 @@ def test_classification_design_flaw_suspect_bad_luck_and_placebo():
     assert by_id[ids[1]].classification == "bad luck"
     assert by_id[ids[2]].classification == "suspect"  # twice, but not above chance
     assert by_id[ids[3]].classification == "not blamed"
-    assert "Design flaw" in result.headline()
+    assert "Design flaw" in headline(result)
     # Placebo: culprits spread evenly over the steps is bad luck everywhere, no design flaw.
     even = [_verdict(f"e{n}", ids[n % 5], {**flat, ids[n % 5]: 0.7}) for n in range(10)]
     placebo = aggregate(even)
     assert not any(s.classification == "design flaw" for s in placebo.steps)
-    assert placebo.headline().startswith("No systematic weak step")
+    assert headline(placebo).startswith("No systematic weak step")
 
 
 # -- the planted weak step --------------------------------------------------------------------
@@ -132,7 +134,7 @@ def test_aggregate_finds_the_planted_weak_step(tmp_path: Path):
     one_offs = {f"support · scripted-model → {TOOLS[i]}" for i in (0, 1, 2, 4, 5)}
     blamed_once = {s.identity for s in result.steps if s.classification == "bad luck"}
     assert blamed_once <= one_offs and len(blamed_once) >= 4
-    document = result.to_dict()
+    document = result_document(result)
     schema = json.loads((ROOT / "schemas" / "aggregate.schema.json").read_text())
     jsonschema.validate(document, schema)
     assert document["counts"] == {"attributed": 14, "passed": 2, "skipped": 0}

@@ -23,6 +23,7 @@ from otelcar.attribution.stats import (
 )
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
+from otelcar.report.prose import document, headline, refutation_summary
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT
 from tests.helpers.design import fake_run as _fake_run
@@ -90,7 +91,7 @@ def test_a_step_whose_first_redecisions_all_repeat_stays_in_play():
     scenario = synthetic.single_culprit(5, 2, p_bad=0.7)
     for seed in (5, 11, 20, 33):
         result = _attribute(scenario, seed=seed)
-        assert result.verdict == "culprit" and result.culprit.index == 2, result.headline()
+        assert result.verdict == "culprit" and result.culprit.index == 2, headline(result)
     bound = repeat_bound(8, 0.95)
     assert bound == pytest.approx(1 - 0.025 ** (1 / 8)) and 0.36 < bound < 0.37
     assert repeat_bound(0) == 1.0
@@ -101,8 +102,8 @@ def test_null_case_blames_no_step_and_says_locked_in():
     assert result.verdict == "locked-in" and result.culprit is None
     assert not any(e.significant for e in result.steps)
     # The run fails before any decision is made: no step is sent to `why` (it was step 1).
-    assert result.harmful_step is None and "--step" not in result.headline()
-    assert "Locked in" in result.headline()
+    assert result.harmful_step is None and "--step" not in headline(result)
+    assert "Locked in" in headline(result)
 
 
 def test_fixed_r_mode_budget_and_reproducibility():
@@ -219,8 +220,8 @@ def test_bisection_lists_a_tie_between_two_equal_culprits():
     assert result.culprit.index in steps
     other = steps[({12, 36} - {result.culprit.index}).pop()]
     assert result.ties == [other]
-    assert f"cannot be told apart from steps [{other}]" in result.headline()
-    data = result.to_dict()
+    assert f"cannot be told apart from steps [{other}]" in headline(result)
+    data = document(result)
     assert data["ties"] == [other] and len(data["steps"]) == 2
     assert any("the jumps at steps" in note for note in result.notes)
     from rich.console import Console
@@ -563,10 +564,10 @@ def test_locked_in_needs_every_upper_bound_below_the_margin():
     assert _attribute(synthetic.null_case(5), margin=1.01, **short).verdict == "locked-in"
     undecided = _attribute(synthetic.null_case(5), **short)
     assert undecided.verdict == "undecided" and undecided.culprit is None
-    assert "not locked in: the largest upper bound" in undecided.headline()
-    assert f"not below the margin {DEFAULT_MARGIN:g}" in undecided.headline()
+    assert "not locked in: the largest upper bound" in headline(undecided)
+    assert f"not below the margin {DEFAULT_MARGIN:g}" in headline(undecided)
     locked = _attribute(synthetic.null_case(5), seed=3)
-    data = locked.to_dict()
+    data = document(locked)
     assert locked.verdict == "locked-in" and data["equivalence"]["largest_upper"] < 0.3
     assert all(e.delta_ci.high < DEFAULT_MARGIN for e in locked.steps)
     seen = data["equivalence"]["detectable_delta"]
@@ -675,8 +676,8 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     assert recheck.p_value == pytest.approx(1 / recheck.e_value)
     assert checks["placebo"].p_value > 0.05 and checks["placebo"].e_value < 20
     assert 0 < recheck.detectable < 0.5 and recheck.max_pairs == 32
-    assert "Refutation (placebo and fresh seeds): passed." in result.headline()
-    data = result.to_dict()
+    assert "Refutation (placebo and fresh seeds): passed." in headline(result)
+    data = document(result)
     jsonschema.validate(
         data, json.loads((ROOT / "schemas" / "attribution.schema.json").read_text())
     )
@@ -696,7 +697,8 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     assert recheck.p_value == pytest.approx(min(1.0, 1 / recheck.e_value))
     # it stops once even all-favourable pairs could no longer confirm it within 32
     assert 5 <= recheck.pairs <= 32
-    assert "finds Δ ≥" in recheck.summary() and "underpowered" in recheck.summary()
+    assert "finds Δ ≥" in refutation_summary(recheck)
+    assert "underpowered" in refutation_summary(recheck)
     off = _attribute(scenario, seed=3, refutation=False)
     assert off.refutations == [] and off.cost["llm_calls"] < result.cost["llm_calls"]
     assert result.cost["llm_calls"] - off.cost["llm_calls"] <= 2 * 8 * 4  # two arms, 8 each

@@ -20,6 +20,8 @@ from otelcar.cli import cli
 from otelcar.errors import BudgetTooSmall
 from otelcar.render import attribution_report
 from otelcar.replay import Budget, Environment
+from otelcar.report.prose import document
+from otelcar.report.prose import headline as headline_of
 from otelcar.testing import TRACE_ID, Scenario, build, single_culprit
 from tests.conftest import NEW_CONTENT
 from tests.helpers.scripted_refund import imported_trace_with_policy, never_called
@@ -158,11 +160,11 @@ def test_a_result_cut_by_the_budget_says_what_it_did_not_measure():
     result = attribute(run, registry=registry, outcome=outcome, seed=1, budget=Budget(40))
     assert result.verdict == "undecided" and result.stop_reason == "budget"
     assert result.unmeasured()[0] == "the start" and result.point_of_no_return is None
-    headline = result.headline()
+    headline = headline_of(result)
     assert headline.startswith("Undecided: the budget ran out before every step was measured")
     assert "have no judged rollout, so the effects there are unknown" in headline
     out = io.StringIO()
-    attribution_report(Console(file=out, width=220), result)
+    attribution_report(Console(file=out, width=220), document(result))
     printed = out.getvalue()
     assert "not measured" in printed and "nan" not in printed
     assert "point of no return" not in printed

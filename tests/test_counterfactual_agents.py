@@ -36,6 +36,7 @@ from otelcar.policies.base import Decision, DecisionRequest
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import Do, Environment, Plan, Resample, replay
 from otelcar.replay.requests import AgentDeclaration
+from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.agents.kit import Hooks
 from tests.agents.model import ScriptedModel, offered
@@ -286,7 +287,7 @@ def test_attribute_and_why_name_the_planted_culprit_and_sentence(
         if d.action and any(c.name == CULPRIT_TOOL[agent] for c in d.action.tool_calls)
     )
     result = otelcar.attribute(run, registry=tools, outcome=outcome, seed=1)
-    assert result.culprit is not None and result.culprit.step == culprit.step, result.headline()
+    assert result.culprit is not None and result.culprit.step == culprit.step, headline(result)
     assert any("partly inferred" in n for n in result.notes) != (run.requests.summary() is None)
     why = otelcar.why(run, step=culprit.step, registry=tools, outcome=outcome, seed=1)
     planted = agent_module(agent).PLANTED

@@ -32,6 +32,8 @@ from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy, PolicyRegistry, StaticToolPolicy
 from otelcar.replay import Environment, load_run
+from otelcar.report.prose import document
+from otelcar.report.prose import headline as headline_of
 from otelcar.testing import Turn, conversation_steps
 
 TRACE = "c1ea0000000000000000000000000035"
@@ -194,7 +196,7 @@ def test_an_unconfirmed_source_that_passes_its_own_test_is_the_fix_and_says_so()
     assert result.why.verdict == "no-cause"
     assert result.candidate("guard").verdict == "FAIL"
     assert result.candidate("source").verdict == "PASS" and result.best == "source"
-    assert "why did not confirm it; strongest piece: drop " in result.headline()
+    assert "why did not confirm it; strongest piece: drop " in headline_of(result)
 
 
 def test_no_source_candidate_when_why_tested_no_piece_and_the_notes_say_why():
@@ -222,13 +224,13 @@ def test_the_headline_quotes_the_fresh_base_arm_not_whys(with_note: float):
     fresh = f"{tested.base_bad}/{tested.base_n}"
     assert why_arm != fresh  # the case the headline used to get wrong
     assert (result.base_bad, result.base_n) == (tested.base_bad, tested.base_n)
-    headline = result.headline()
+    headline = headline_of(result)
     if result.best is not None:
         assert f"vs {fresh} unfixed" in headline
     else:
         assert f"below the unfixed {fresh} " in headline
     assert why_arm not in headline
-    data = result.to_dict()
+    data = document(result)
     assert data["headline"] == headline
     assert data["base"] == {
         "bad": tested.base_bad,

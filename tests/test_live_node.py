@@ -40,6 +40,7 @@ from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, load_run, run_plan
+from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.agents.model import answer, offered
 from tests.agents.refund_loop import TOOLS, brain
@@ -243,7 +244,7 @@ def test_a_held_live_replay_of_the_streaming_node_agent_makes_every_request(
     # OpenInference's JS instrumentation records the tools too: the agent offered the same
     assert [r.tools for r in check.requests] == [["lookup_order", "issue_refund", "escalate"]] * 3
     # its JS OTLP exporter (chunked HTTP) sent the rollout's own trace, which was judged
-    assert check.judged_on == "trace", check.headline()
+    assert check.judged_on == "trace", headline(check)
 
 
 def test_a_live_resample_sends_the_policy_the_node_agents_own_tools(recorded: Recorded) -> None:
@@ -282,6 +283,6 @@ def test_live_attribute_on_the_node_agent_names_the_refund(recorded: Recorded) -
     )
     refund = run.decisions[1]
     assert refund.action is not None and refund.action.tool_calls[0].name == "issue_refund"
-    assert result.culprit is not None and result.culprit.step == refund.step, result.headline()
+    assert result.culprit is not None and result.culprit.step == refund.step, headline(result)
     assert any("made every recorded request again" in n for n in result.notes)
     assert not any("no tool policy" in n for n in result.notes)

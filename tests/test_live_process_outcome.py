@@ -35,6 +35,7 @@ from otelcar.outcome import (
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, check_fidelity, run_plan
+from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.helpers.agents import Recorded, Seeing
 
@@ -143,7 +144,7 @@ def test_the_held_replays_exit_status_is_the_recorded_runs(recorded: Recorded) -
     assert check.reproduced, check.first_difference()
     assert check.status == "final" and check.process.returncode == 1  # judged, not "failed"
     assert check.recorded_failed is True and check.judged_on == "process"
-    assert "exit status 1" in check.headline() and "records no process" in check.headline()
+    assert "exit status 1" in headline(check) and "records no process" in headline(check)
     assert check.to_dict()["exit_status"] == 1
 
 

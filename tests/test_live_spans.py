@@ -32,6 +32,7 @@ from otelcar.live.spans import RolloutTrace
 from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import Environment, Plan, Resample, run_plan
+from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.helpers.agents import OUTCOMES, Recorded, Seeing
 
@@ -156,13 +157,13 @@ def test_the_live_check_says_what_the_outcome_is_judged_on(cleanup: Recorded) ->
         check_live(run, traced("cleanup", env=env), Environment(registry), outcome=outcome)
     )
     assert check.reproduced, check.first_difference()
-    assert check.judged_on == "trace" and "the agent's own trace" in check.headline()
+    assert check.judged_on == "trace" and "the agent's own trace" in headline(check)
     silent = AgentCommand.parse(
         [sys.executable, "-m", "tests.agents.run", "cleanup", "--seed", "7"], cwd=ROOT
     )
     check = run_sync(check_live(run, silent, Environment(registry), outcome=outcome))
     assert check.reproduced and check.judged_on == "requests"
-    assert "sent no spans" in check.headline()
+    assert "sent no spans" in headline(check)
 
 
 def test_a_kept_live_timeline_keeps_each_rollouts_own_trace(

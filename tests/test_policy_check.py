@@ -19,6 +19,7 @@ from otelcar.messages import Message, ToolCall
 from otelcar.project_config import load_config
 from otelcar.readers import read_otlp
 from otelcar.replay.recorded import load_run
+from otelcar.report.prose import document, headline
 from otelcar.sync import run_sync
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.helpers.scripted_refund import POLICY
@@ -61,7 +62,7 @@ def test_a_faithful_policy_reproduces_every_decision(tmp_path, run):
     check = run_sync(check_policy(run, registry=registry, samples=8, seed=2))
     assert [d.step for d in check.decisions] == [d.step for d in run.decisions]
     assert all(d.reproduced == d.n == 8 for d in check.decisions)
-    assert check.unfaithful() == [] and "no decision is shown" in check.headline()
+    assert check.unfaithful() == [] and "no decision is shown" in headline(check)
     assert all(d["residual_nondeterminism"] is None for d in check.to_dict()["decisions"])
     assert check.cost["llm_calls"] == 8 * len(run.decisions)  # every call counted
 
@@ -78,13 +79,13 @@ def test_at_temperature_0_a_difference_is_residual_nondeterminism(tmp_path, run)
     _, faithful = _registry(tmp_path, "faithful_policy3", FAITHFUL)
     clean = run_sync(check_policy(_greedy(run), registry=faithful, samples=6, seed=2))
     assert [d["residual_nondeterminism"] for d in clean.to_dict()["decisions"]] == [0.0] * 3
-    assert "residual nondeterminism" not in clean.headline()
+    assert "residual nondeterminism" not in headline(clean)
     _, drifting = _registry(tmp_path, "agent_policy_greedy", POLICY)
     noisy = run_sync(check_policy(_greedy(run), registry=drifting, samples=20, seed=1))
     refund = noisy.to_dict()["decisions"][1]
     assert refund["residual_nondeterminism"] == pytest.approx(1 - refund["rate"])
     assert refund["residual_nondeterminism"] > 0.5
-    assert "recorded at temperature 0 differed on re-decision" in noisy.headline()
+    assert "recorded at temperature 0 differed on re-decision" in headline(noisy)
 
 
 def test_an_unfaithful_policy_is_caught_where_it_differs(tmp_path, run):
@@ -97,7 +98,7 @@ def test_an_unfaithful_policy_is_caught_where_it_differs(tmp_path, run):
     assert refund.instead[0][0].startswith('answer: "This needs a manager')
     assert answer.unfaithful(check.min_rate) and answer.reproduced == 0
     assert check.to_dict()["unfaithful_steps"] == [refund.step, answer.step]
-    assert "counterfactuals there may describe another agent" in check.headline()
+    assert "counterfactuals there may describe another agent" in headline(check)
     # the reason is what differs: the trace (openai-v2) recorded no tool definitions
     assert "tools inferred (the trace records no tool definitions" in refund.reason()
     again = run_sync(check_policy(run, registry=registry, samples=20, seed=1))
@@ -175,12 +176,14 @@ def test_attribute_checks_the_policy_at_its_culprit(tmp_path, p_refund: float, w
     assert check["cost"]["cache_hits"] >= 8 - calls
     # A stage of the library's attribution: otelcar.attribute gives the CLI's result.
     project = load_config(config)
-    library = attribute(
-        load_run(NEW_CONTENT, read_otlp(OTLP / "new_content.traces.jsonl")),
-        registry=project.registry,
-        outcome=project.outcome,
-        seed=4,
-    ).to_dict()
+    library = document(
+        attribute(
+            load_run(NEW_CONTENT, read_otlp(OTLP / "new_content.traces.jsonl")),
+            registry=project.registry,
+            outcome=project.outcome,
+            seed=4,
+        )
+    )
     for key in ("verdict", "culprit", "policy_check", "refutations", "headline"):
         assert library[key] == data[key], key
     assert library["cost"]["llm_calls"] == data["cost"]["llm_calls"]
@@ -216,7 +219,7 @@ def test_a_rare_reproduction_on_the_recorded_request_is_not_an_alarm(tmp_path, r
     assert refund.differences == [] and refund.below(check.min_rate)
     assert refund.rare(check.min_rate) and not refund.unfaithful(check.min_rate)
     assert refund.step not in check.to_dict()["unfaithful_steps"]
-    assert "consistent with an intermittent decision" in check.headline()
+    assert "consistent with an intermittent decision" in headline(check)
 
 
 def test_attributes_check_draws_where_attribute_already_re_decided():

@@ -37,6 +37,7 @@ from otelcar.report import (
 )
 from otelcar.report.data import full_context
 from otelcar.report.markup import script_json
+from otelcar.report.prose import document
 from otelcar.testing import scenarios as synthetic
 from tests.helpers.generated_agent import agent_trace_otlp, write_dump
 from tests.helpers.markup import payload
@@ -64,7 +65,7 @@ def attribution_doc() -> dict[str, Any]:
         shapley_rollouts=12,
         on_rollout=sampler,
     )
-    return with_report_sections(result.to_dict(), steps=steps, sampler=sampler)
+    return with_report_sections(document(result), steps=steps, sampler=sampler)
 
 
 def why_doc(step: int, text: str) -> dict[str, Any]:
@@ -416,7 +417,7 @@ def hostile_attribution(directory: Path) -> dict[str, Any]:
         load_run(trace, steps), registry=registry, outcome=outcome, seed=2, on_rollout=sampler
     )
     assert result.verdict == "culprit"
-    return with_report_sections(result.to_dict(), steps=steps, sampler=sampler)
+    return with_report_sections(document(result), steps=steps, sampler=sampler)
 
 
 def test_hostile_strings_in_every_field_render_as_text(browser: Any, tmp_path: Path):

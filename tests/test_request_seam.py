@@ -35,6 +35,7 @@ from otelcar.analyses import (
 from otelcar.cli import cli
 from otelcar.cli.options import click_option
 from otelcar.cli.repair import SHARED
+from otelcar.report.prose import document as result_document
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.helpers.scripted_refund import POLICY as REFUND_POLICY
 
@@ -107,7 +108,7 @@ def _library(project: tuple[Path, Path], request: Request) -> dict[str, Any]:
     config.live_requests = LiveRequestStore(store)
     loaded = Store(store, create=False).load(NEW_CONTENT)
     recorded = load_run(loaded.trace_id, loaded.steps, config.agent)
-    return run_sync(run(request, recorded, config)).to_dict()
+    return result_document(run_sync(run(request, recorded, config)))
 
 
 def _cli(project: tuple[Path, Path], request: Request, out: Path) -> dict[str, Any]:
@@ -198,7 +199,7 @@ def test_aggregate_gives_the_same_result_through_the_library_and_the_cli(
     request = AggregateRequest(rollouts=4, refute=False, seed=3, budget=2000)
     steps = Store(store, create=False).steps(NEW_CONTENT)
     result = run_sync(aggregate_run(request, [(NEW_CONTENT, steps)], load_config(config_path)))
-    library = _timeless(result.to_dict())
+    library = _timeless(result_document(result))
     assert library["counts"]["attributed"] == 1, library["traces"]
     document = _timeless(_cli(project, request, tmp_path / "aggregate.json"))
     assert {k: v for k, v in document.items() if k in library} == library

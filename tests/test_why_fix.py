@@ -38,6 +38,7 @@ from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy
 from otelcar.replay import Budget, load_run
+from otelcar.report.prose import document, headline
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.helpers.refund_scenario import (
     COPY,
@@ -169,14 +170,14 @@ def test_why_names_the_planted_sentence_with_its_chain_effect_and_cost():
     assert "#0 system prompt" not in kinds
     assert result.cost["llm_calls"] == result.cost["samples"] > 0
     assert result.cost["tests"] == len(result.tests)
-    data = result.to_dict()
+    data = document(result)
     jsonschema.validate(data, schema("why.schema.json"))
     assert data["cause"]["text"] == PLANT and [c["level"] for c in data["cause"]["chain"]] == [
         "message",
         "paragraph",
         "sentence",
     ]
-    assert PLANT in result.headline_text() and "Fisher" in result.headline_text()
+    assert PLANT in headline(result) and "Fisher" in headline(result)
     again = why(run_of(), step=4, registry=registry(), seed=3)
     assert again.to_dict()["tests"] == data["tests"]  # seeded: reproducible
 
@@ -284,7 +285,7 @@ def test_null_scenarios_blame_nothing():
 
     result = why(run_of(), step=4, registry=registry(constant), seed=0)
     assert result.verdict == "no-cause" and not result.causes
-    assert "no piece of the context was confirmed" in result.headline_text()
+    assert "no piece of the context was confirmed" in headline(result)
 
 
 def test_same_decision_rules():
@@ -312,7 +313,7 @@ def test_refusals_and_budget():
     with pytest.raises(WhyError, match="decision steps"):
         why(run, step=3, registry=registry())
     never = why(run, step=4, registry=registry(p=0.0))
-    assert never.verdict == "not-reproduced" and "did not recur" in never.headline_text()
+    assert never.verdict == "not-reproduced" and "did not recur" in headline(never)
     rare = why(run, step=4, registry=registry(p=0.05), seed=1)
     assert rare.verdict in ("too-rare", "not-reproduced")
     capped = why(run, step=4, registry=registry(), seed=3, budget=Budget(max_calls=30))
@@ -355,8 +356,8 @@ def test_fixes_are_validated_pass_part_fail_and_forward():
     assert all(c.forward.rollouts <= 16 for c in result.candidates)
     assert result.candidate("forced").decision is None
     assert "escalate_to_manager" in result.candidate("forced").description
-    jsonschema.validate(result.to_dict(), schema("fix.schema.json"))
-    assert "best fix 'untrusted'" in result.headline()
+    jsonschema.validate(document(result), schema("fix.schema.json"))
+    assert "best fix 'untrusted'" in headline(result)
 
 
 def test_a_rule_the_agent_ignores_fails():
@@ -518,7 +519,7 @@ def test_why_tells_a_harmful_call_from_a_good_one_of_the_same_tool():
 
     outcome = ToolCalled("issue_refund", args={"amount": 450.0})
     found = why(run_of(), step=4, registry=registry(decide), outcome=outcome, seed=1)
-    assert found.verdict == "cause" and found.headline.text == PLANT, found.headline_text()
+    assert found.verdict == "cause" and found.headline.text == PLANT, headline(found)
     assert found.same == "calls issue_refund(amount=450.0)"
     coarse = why(run_of(), step=4, registry=registry(decide), outcome=outcome, same="tool", seed=1)
     assert coarse.verdict != "cause"

@@ -25,9 +25,11 @@ async def live_ready(
     (:func:`kept_ready`), else ``run`` as it is."""
     if config.agent_command is None:
         return kept_ready(run, config)
+    from otelcar.report.prose import headline
+
     check, ready, notes = await live_check(run, config, seed=seed)
     check.require()
-    return ready, [check.headline(), *notes]
+    return ready, [headline(check), *notes]
 
 
 async def live_check(

@@ -50,7 +50,7 @@ from otelcar.attribution.aggregate_documents import (
 )
 from otelcar.attribution.stats import holm, wilson
 from otelcar.attribution.steps.attribute import attribute_async
-from otelcar.cost import policy_calls_text
+from otelcar.attribution.steps.result import AttributionResult
 from otelcar.errors import OtelcarError
 from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
 from otelcar.outcome import Outcome, judges_process
@@ -102,11 +102,14 @@ class TraceVerdict:
     delta: float | None = None
     delta_ci: tuple[float, float] | None = None
     p_adjusted: float | None = None
+    #: The attribution's headline as a stored document said it (a triaged trace's); one
+    #: attributed here carries its result instead (``attribution``), which ``report`` words.
     headline: str | None = None
     reason: str | None = None
     effects: dict[str, float] = field(default_factory=dict)  # identity → largest Δ
     decisions: dict[str, int] = field(default_factory=dict)  # identity → decision steps
     cost: dict[str, Any] = field(default_factory=dict)
+    attribution: AttributionResult | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> TraceVerdictDocument:
         return {
@@ -126,8 +129,11 @@ class TraceVerdict:
         }
 
 
-def trace_verdict(result: Mapping[str, Any], steps: pl.DataFrame) -> TraceVerdict:
-    """A :class:`TraceVerdict` from an attribution result (``to_dict()``) and its steps."""
+def trace_verdict(
+    result: Mapping[str, Any], steps: pl.DataFrame, attribution: AttributionResult | None = None
+) -> TraceVerdict:
+    """A :class:`TraceVerdict` from an attribution result's document and its steps (and the
+    result itself, when there is one)."""
     identities = decision_identities(steps)
     decisions: dict[str, int] = {}
     for identity in identities.values():
@@ -152,6 +158,7 @@ def trace_verdict(result: Mapping[str, Any], steps: pl.DataFrame) -> TraceVerdic
         effects=effects,
         decisions=decisions,
         cost=dict(result.get("cost") or {}),
+        attribution=attribution,
     )
 
 
@@ -221,7 +228,7 @@ async def attribute_trace(
         )
     except OtelcarError as exc:
         return TraceVerdict(trace_id, "skipped", reason=str(exc))
-    return trace_verdict(result.to_dict(), steps)
+    return trace_verdict(result.to_dict(), steps, result)
 
 
 async def attribute_traces_async(
@@ -389,40 +396,9 @@ class AggregateResult:
             total["wall_s"] = round(total["wall_s"], 3)
         return total
 
-    def headline(self) -> str:
-        """One sentence: the systematic weak step, or that none was found, and what it cost."""
-        n = len(self.attributed)
-        counts = {s: sum(t.status == s for t in self.traces) for s in TRACE_STATUSES}
-        calls = policy_calls_text(self.cost())
-        tail = (
-            f" ({counts['attributed']} failing traces attributed, {counts['passed']} passed, "
-            f"{counts['skipped']} skipped; {calls})"
-        )
-        if not n:
-            return "No failing trace could be attributed" + tail + "."
-        flaws = [s for s in self.steps if s.classification == "design flaw"]
-        if flaws:
-            s = flaws[0]
-            effect = ""
-            if s.mean_delta is not None:
-                effect = f", mean Δ {s.mean_delta:+.2f}"
-                if s.mean_delta_ci:
-                    effect += f" [{s.mean_delta_ci[0]:+.2f}, {s.mean_delta_ci[1]:+.2f}]"
-            return (
-                f"Design flaw: '{s.identity}' was the culprit in {s.culprit} of {n} failing "
-                f"traces ({s.share:.0%} [{s.share_ci[0]:.0%}, {s.share_ci[1]:.0%}]; "
-                f"{s.expected:.1f} expected by chance, p_adj={s.p_adjusted:.2g}){effect}"
-                + tail
-                + "."
-            )
-        blamed = [s for s in self.steps if s.culprit]
-        if not blamed:
-            return "No trace had a culprit step (locked-in or undecided)" + tail + "."
-        return (
-            f"No systematic weak step: the culprits look like bad luck (most often "
-            f"'{blamed[0].identity}', {blamed[0].culprit} of {n} traces, not significantly "
-            f"above chance)" + tail + "."
-        )
+    def counts(self) -> dict[str, int]:
+        """How many traces ended in each status (:data:`TRACE_STATUSES`)."""
+        return {s: sum(t.status == s for t in self.traces) for s in TRACE_STATUSES}
 
     def to_dict(self) -> AggregateDocument:
         return {
@@ -431,8 +407,7 @@ class AggregateResult:
             "service": self.service,
             "since": self.since,
             "confidence": self.confidence,
-            "headline": self.headline(),
-            "counts": {s: sum(t.status == s for t in self.traces) for s in TRACE_STATUSES},
+            "counts": self.counts(),
             "method": {
                 "identity": "agent · step name → tool names of the recorded action",
                 "culprit_share_interval": "Wilson",

@@ -70,7 +70,6 @@ class AggregateDocument(TypedDict):
     service: str | None
     since: str | None
     confidence: float
-    headline: str
     counts: CountsDocument
     method: Annotated[dict[str, Any], Doc("how identities, intervals and tests were made")]
     steps: list[StepStatsDocument]

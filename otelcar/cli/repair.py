@@ -96,9 +96,10 @@ def _progress(what: str, budget: Budget) -> AnalysisProgress:
 def render_why(console: Console, result: WhyResult) -> None:
     """The headline, the chain of the headline cause, every confirmed piece, the cost."""
     from otelcar.render import untrusted_text
+    from otelcar.report.prose import headline as headline_of
 
     style = "green" if result.verdict == "cause" else "yellow"
-    headline = untrusted_text(result.headline_text())
+    headline = untrusted_text(headline_of(result))
     console.print(Panel(headline, title="otelcar why", border_style=style))
     console.print(
         f"step {result.step} ({result.step_reason}); same decision: {result.same}; "
@@ -158,9 +159,10 @@ def render_why(console: Console, result: WhyResult) -> None:
 
 def render_fix(console: Console, result: FixResult) -> None:
     from otelcar.render import untrusted_text
+    from otelcar.report.prose import headline as headline_of
 
     style = "green" if result.best else "red"
-    headline = untrusted_text(result.headline())
+    headline = untrusted_text(headline_of(result))
     console.print(Panel(headline, title="otelcar fix", border_style=style))
     if result.cause:
         console.print(f'cause (otelcar why): "{result.cause}" [{result.cause_label}]')
@@ -220,6 +222,7 @@ def why_command(
     """
     from otelcar.analyses import run
     from otelcar.cli.common import console as _console
+    from otelcar.report.prose import document
     from otelcar.sync import run_sync
 
     request = WhyRequest(**options)
@@ -240,7 +243,7 @@ def why_command(
                 attribution=_saved_attribution(attribution_path),
             )
         )
-    if write_json(result.to_dict(), json_path):
+    if write_json(document(result), json_path):
         return
     render_why(_console(), result)
 
@@ -301,6 +304,7 @@ def fix_command(
     from otelcar.attribution.fixes.fix import FixError
     from otelcar.attribution.fixes.regression import write_regression_test
     from otelcar.cli.common import console as _console
+    from otelcar.report.prose import document
     from otelcar.sync import run_sync
 
     request = FixRequest(**options)
@@ -322,9 +326,9 @@ def fix_command(
                 attribution=_saved_attribution(attribution_path),
             )
         )
-    quiet = write_json(result.to_dict(), json_path)
+    quiet = write_json(document(result), json_path)
     if why_json_path is not None and result.why is not None:
-        quiet = write_json(result.why.to_dict(), why_json_path) or quiet
+        quiet = write_json(document(result.why), why_json_path) or quiet
     if not quiet:
         render_fix(_console(), result)
     if test_path is not None:

@@ -99,21 +99,23 @@ def replay_command(
                 budget=ready.env.budget,
             )
         )
+    from otelcar.report.prose import document as result_document
+
     if as_json:
         document = report.to_dict()
         if check is not None:
-            document["policy_check"] = check.to_dict()
+            document["policy_check"] = result_document(check)
         if live is not None:
-            document["live"] = live.to_dict()
+            document["live"] = result_document(live)
         emit_json(document)
     else:
         from otelcar.render import fidelity_table, live_check_table, policy_check_table
 
         console().print(fidelity_table(report))
         if check is not None:
-            console().print(policy_check_table(check))
+            console().print(policy_check_table(result_document(check)))
         if live is not None:
-            console().print(live_check_table(live))
+            console().print(live_check_table(result_document(live)))
     if not report.reproducible or (live is not None and not live.reproduced):
         sys.exit(1)
 
@@ -296,6 +298,7 @@ def attribute_command(
     from otelcar.policies import OpenAICompatiblePolicy
     from otelcar.render import attribution_report
     from otelcar.report import RolloutSampler, with_report_sections, write_html
+    from otelcar.report.prose import document as result_document
     from otelcar.sync import run_sync
 
     request = AttributeRequest(**options)
@@ -322,13 +325,14 @@ def attribute_command(
         result = run_sync(
             run(request, recorded, config, budget=spent, on_progress=sampler, env=ready.env)
         )
+    document = result_document(result)
     if json_path is not None or html_path is not None:
-        document = with_report_sections(result.to_dict(), steps=steps, sampler=sampler)
+        document = with_report_sections(document, steps=steps, sampler=sampler)
     if html_path is not None:
         write_html(html_path, attribution=document)
     if json_path is not None and write_json(document, json_path):
         return
-    attribution_report(console(), result)
+    attribution_report(console(), document)
     if json_path is not None:
         console().print(f"result written to {json_path}", highlight=False)
     if html_path is not None:

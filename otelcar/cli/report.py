@@ -154,6 +154,7 @@ def aggregate_command(
     from otelcar.cli.common import refuse_executor, stderr_progress
     from otelcar.project_config import load_config
     from otelcar.report import write_aggregate_html
+    from otelcar.report.prose import document as result_document
     from otelcar.report.terminal import aggregate_report
     from otelcar.sync import run_sync
 
@@ -218,7 +219,7 @@ def aggregate_command(
                 since=since_text,
             )
         )
-    document = result.to_dict()
+    document = result_document(result)
     if html_path is not None:
         write_aggregate_html(html_path, document)
     if write_json(document, json_path):

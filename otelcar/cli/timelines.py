@@ -166,10 +166,11 @@ def diff_command(
     from otelcar.replay import load_run
     from otelcar.replay.divergence import diff_kept
     from otelcar.report.html_diff import write_diff_html
+    from otelcar.report.prose import document as result_document
     from otelcar.report.timelines import diff_report
 
     full_id, steps = _trace_id(ctx, trace_id, config_path)
-    document = diff_kept(
+    diff = diff_kept(
         ctx.obj["store"],
         load_run(full_id, steps),
         a,
@@ -178,6 +179,7 @@ def diff_command(
         b_rollout=b_rollout,
         all_steps=all_steps,
     )
+    document = result_document(diff)
     if html_path is not None:
         write_diff_html(html_path, document)
     if write_json(document, json_path):

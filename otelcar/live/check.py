@@ -101,43 +101,11 @@ class LiveCheck:
             )
         return None
 
-    def judged(self) -> str:
-        """What the rollouts' outcome is judged on, in words (empty without an outcome)."""
-        if self.judged_on == "trace":
-            return "; each rollout is judged on the agent's own trace (its spans reached otelcar)"
-        if self.judged_on == "requests":
-            return (
-                "; the agent sent no spans, so each rollout is judged on the model requests "
-                "otelcar answered (a tool call of the last answer counts as made): point its "
-                "OTLP exporter at OTEL_EXPORTER_OTLP_ENDPOINT to judge its own trace"
-            )
-        if self.judged_on == "process":
-            code = getattr(self.process, "returncode", None)
-            return (
-                "; each rollout is judged on the agent's process (its exit status, its output); "
-                "the trace records no process, so the recorded run's outcome is this held "
-                f"run's (exit status {code}: failed={self.replayed_failed})"
-            )
-        return ""
-
-    def headline(self) -> str:
-        if self.reproduced:
-            return (
-                f"live replay of {self.trace_id} with `{self.command}`: the agent made every "
-                f"recorded request again ({len(self.requests)}), answered from the trace"
-                f"{self.judged()}"
-            )
-        return (
-            f"live replay of {self.trace_id} with `{self.command}` does NOT reproduce the "
-            f"recorded run: {self.first_difference()}"
-        )
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "trace_id": self.trace_id,
             "command": self.command,
             "reproduced": self.reproduced,
-            "headline": self.headline(),
             "status": self.status,
             "error": self.error,
             "made": self.made,
@@ -152,7 +120,9 @@ class LiveCheck:
         """Raise :class:`LiveReplayError` unless :attr:`reproduced`."""
         if not self.reproduced:
             raise LiveReplayError(
-                f"{self.headline()}; live counterfactuals would start from another run. "
+                f"live replay of {self.trace_id} with `{self.command}` does NOT reproduce the "
+                f"recorded run: {self.first_difference()}; live counterfactuals would start "
+                "from another run. "
                 "Check the command (it gets the recorded run's input as OTELCAR_INPUT), or "
                 "leave out --agent to use the rebuilt agent (otelcar replay TRACE --agent CMD "
                 "shows every request)"

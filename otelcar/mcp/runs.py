@@ -167,6 +167,7 @@ async def analyse_trace(
     result's notes."""
     from otelcar.analyses import run
     from otelcar.analyses.project import prepare
+    from otelcar.report.prose import document
 
     if agent is not None and not ctx.agent_commands:
         raise RunError(
@@ -187,7 +188,7 @@ async def analyse_trace(
                 on_progress=ticker.tick,
                 env=live.prepared(ready.env),
             )
-        return ready.run.trace_id, result.to_dict()
+        return ready.run.trace_id, document(result)
 
     async with ticker.running():
         return await in_worker(work, live)

@@ -16,10 +16,10 @@ and summarizes every rollout: where it parted from the other run and how it ende
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from otelcar.messages import Message, describe_action
+from otelcar.messages import Message
 from otelcar.replay.recorded import RecordedRun, same_message
 from otelcar.replay.timeline_documents import (
     DIFF_VERSION,
@@ -250,35 +250,8 @@ class TimelineDiff:
     rollouts: tuple[RolloutParting, ...]
     a_plan: str
     b_plan: str
-
-    def headline(self) -> str:
-        """One sentence: where the detailed rollouts part and how each ended."""
-        d = self.detail
-        parted = d.parted
-        if parted is None:
-            where = f"{d.a.label} and {d.b.label} never part: the same decisions throughout"
-        else:
-            side = parted.a or parted.b
-            step = (
-                f"recorded step {side.recorded_step}"
-                if side and side.recorded_step is not None
-                else "no recorded step"
-            )
-            if parted.parts == "length":
-                longer = d.a.label if parted.a is not None else d.b.label
-                what = f"{longer} goes on after the other ends"
-            elif parted.parts == "context":
-                what = f"the context differs ({parted.context.describe()})"
-            else:
-                what = (
-                    f"{d.a.label} did {describe_action(parted.a.action if parted.a else None)}"
-                    f", {d.b.label} {describe_action(parted.b.action if parted.b else None)}"
-                )
-            where = (
-                f"{d.a.label} and {d.b.label} part at decision {parted.index} "
-                f"({side.name if side else '?'}, {step}): {what}"
-            )
-        return f"{where}. Outcome: {d.a.label} {_ended(d.a)}, {d.b.label} {_ended(d.b)}."
+    #: The detailed rollouts' shared decisions are in the document too.
+    shared_steps: bool = False
 
     def parting_counts(self) -> Counter[int | None]:
         """Rollouts per decision where they parted (None: never)."""
@@ -294,21 +267,12 @@ class TimelineDiff:
             "b": self.b_name,
             "a_plan": self.a_plan,
             "b_plan": self.b_plan,
-            "headline": self.headline(),
-            "detail": self.detail.to_dict(),
+            "detail": self.detail.to_dict(shared_steps=self.shared_steps),
             "rollouts": [r.to_dict() for r in self.rollouts],
             "a_failed": sum(bool(r.failed) for r in judged),
             "a_judged": len(judged),
             "never_parted": sum(r.parted_at is None for r in self.rollouts),
         }
-
-
-def _ended(path: RunPath) -> str:
-    if path.failed is None:
-        return f"not judged ({path.status})"
-    return ("failed" if path.failed else "passed") + (
-        f" ({path.status})" if path.status not in ("final", "horizon") else ""
-    )
 
 
 def diff_timelines(
@@ -374,18 +338,16 @@ def diff_kept(
     rollout: int | None = None,
     b_rollout: int | None = None,
     all_steps: bool = False,
-) -> dict[str, Any]:
-    """The diff document (``schemas/diff.schema.json``) of kept timeline ``a`` of ``run``'s
-    trace against timeline ``b`` (``None`` or ``"recorded"``: the recorded run, judged as
-    ``a`` judged it); ``all_steps`` adds the detailed rollouts' shared decisions. What
-    ``otelcar diff --json`` writes and the MCP tool ``diff_timelines`` returns."""
+) -> TimelineDiff:
+    """Kept timeline ``a`` of ``run``'s trace against timeline ``b`` (``None`` or
+    ``"recorded"``: the recorded run, judged as ``a`` judged it); ``all_steps``: its document
+    has the detailed rollouts' shared decisions. Its document
+    (:func:`otelcar.report.prose.document`, ``schemas/diff.schema.json``) is what ``otelcar
+    diff --json`` writes and the MCP tool ``diff_timelines`` returns."""
     first = load_timeline(store_root, run.trace_id, a)
     if b is None or b == RECORDED:
         other: Timeline | RunPath = recorded_path(run, first.info.recorded_failed)
     else:
         other = load_timeline(store_root, run.trace_id, b)
     diff = diff_timelines(first, other, rollout=rollout, b_rollout=b_rollout)
-    document = diff.to_dict()
-    if all_steps:
-        document["detail"] = diff.detail.to_dict(shared_steps=True)
-    return document
+    return replace(diff, shared_steps=all_steps)

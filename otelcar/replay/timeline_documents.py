@@ -174,7 +174,6 @@ class DiffDocument(TypedDict):
     b: Annotated[str, Doc("timeline B's name, or 'recorded'")]
     a_plan: NotRequired[str]
     b_plan: NotRequired[str]
-    headline: str
     detail: PathDiffDocument
     rollouts: list[PartingDocument]
     a_failed: int

@@ -16,7 +16,9 @@ CLASS_CSS = {"design flaw": "design-flaw", "suspect": "suspect", "bad luck": "",
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
-    return value.to_dict() if hasattr(value, "to_dict") else dict(value)
+    from otelcar.report.prose import document
+
+    return document(value) if hasattr(value, "to_dict") else dict(value)
 
 
 def _ranking(doc: Mapping[str, Any]) -> Safe:

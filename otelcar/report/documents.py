@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict, get_args
 
+from otelcar.attribution.aggregate_documents import AggregateDocument
+from otelcar.attribution.context.documents import WhyDocument
+from otelcar.attribution.fixes.documents import FixDocument
 from otelcar.attribution.steps.documents import AttributionDocument
+from otelcar.replay.timeline_documents import DiffDocument
 
 TimelineVersion = Literal[1]
 TIMELINE_VERSION: int = get_args(TimelineVersion)[0]
@@ -81,7 +85,37 @@ class Alternative(TypedDict):
 
 class AttributionReportDocument(AttributionDocument):
     """``otelcar attribute --json``: which step caused the outcome, how sure, at what cost;
-    with the report's sections when the writer adds them."""
+    its headline (:func:`otelcar.report.prose.document`), and the report's sections when the
+    writer adds them."""
 
+    headline: str
     timeline: NotRequired[TimelineSection]
     alternatives: NotRequired[list[Alternative]]
+
+
+class WhyReportDocument(WhyDocument):
+    """``otelcar why --json``: which text in a decision's context made the agent take it, and
+    the headline that says so (:func:`otelcar.report.prose.document`)."""
+
+    headline: str
+
+
+class FixReportDocument(FixDocument):
+    """``otelcar fix --json``: candidate fixes of one decision, validated, the best named; and
+    the headline that says so (:func:`otelcar.report.prose.document`)."""
+
+    headline: str
+
+
+class AggregateReportDocument(AggregateDocument):
+    """``otelcar aggregate --json``: step identities ranked by how systematically they cause
+    the failures, and the headline that says so (:func:`otelcar.report.prose.document`)."""
+
+    headline: str
+
+
+class DiffReportDocument(DiffDocument):
+    """``otelcar diff TRACE A [B] --json``: where two runs of one trace part, and the headline
+    that says so (:func:`otelcar.report.prose.document`)."""
+
+    headline: str

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from otelcar.attribution.aggregate_documents import AggregateDocument
-from otelcar.attribution.context.documents import WhyDocument
-from otelcar.attribution.fixes.documents import FixDocument
 from otelcar.attribution.pairs_documents import PairLine
-from otelcar.report.documents import AttributionReportDocument
+from otelcar.report.documents import (
+    AggregateReportDocument,
+    AttributionReportDocument,
+    FixReportDocument,
+    WhyReportDocument,
+)
 from otelcar.typeschema import document_schema
 
 
@@ -25,21 +27,21 @@ def attribution_schema_document() -> dict[str, Any]:
 
 def why_schema_document() -> dict[str, Any]:
     """JSON Schema of ``otelcar why --json`` (``schemas/why.schema.json``), generated from
-    :class:`~otelcar.attribution.context.documents.WhyDocument`."""
-    return document_schema(WhyDocument, name="why.schema.json", title="otelcar why --json")
+    :class:`~otelcar.report.documents.WhyReportDocument`."""
+    return document_schema(WhyReportDocument, name="why.schema.json", title="otelcar why --json")
 
 
 def fix_schema_document() -> dict[str, Any]:
     """JSON Schema of ``otelcar fix --json`` (``schemas/fix.schema.json``), generated from
-    :class:`~otelcar.attribution.fixes.documents.FixDocument`."""
-    return document_schema(FixDocument, name="fix.schema.json", title="otelcar fix --json")
+    :class:`~otelcar.report.documents.FixReportDocument`."""
+    return document_schema(FixReportDocument, name="fix.schema.json", title="otelcar fix --json")
 
 
 def aggregate_schema_document() -> dict[str, Any]:
     """JSON Schema of ``otelcar aggregate --json`` (``schemas/aggregate.schema.json``),
-    generated from :class:`~otelcar.attribution.aggregate_documents.AggregateDocument`."""
+    generated from :class:`~otelcar.report.documents.AggregateReportDocument`."""
     return document_schema(
-        AggregateDocument, name="aggregate.schema.json", title="otelcar aggregate --json"
+        AggregateReportDocument, name="aggregate.schema.json", title="otelcar aggregate --json"
     )
 
 

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from otelcar.replay.timeline_documents import (
-    DiffDocument,
-    TimelineShowDocument,
-    TimelinesListDocument,
-)
+from otelcar.replay.timeline_documents import TimelineShowDocument, TimelinesListDocument
+from otelcar.report.documents import DiffReportDocument
 from otelcar.typeschema import document_schema
 
 
@@ -34,5 +31,5 @@ def timeline_schema_document() -> dict[str, Any]:
 def diff_schema_document() -> dict[str, Any]:
     """JSON Schema of ``otelcar diff TRACE A [B] --json``."""
     return document_schema(
-        DiffDocument, name="diff.schema.json", title="otelcar diff of two runs of one trace"
+        DiffReportDocument, name="diff.schema.json", title="otelcar diff of two runs of one trace"
     )

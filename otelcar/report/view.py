@@ -17,7 +17,9 @@ def as_dict(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if hasattr(value, "to_dict"):
-        return value.to_dict()
+        from otelcar.report.prose import document
+
+        return document(value)
     return dict(value)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from otelcar.analyses import attribute_run, why_run
 from otelcar.errors import OtelcarError
+from otelcar.report.prose import document, headline
 
 if TYPE_CHECKING:
     from otelcar.attribution.steps.result import AttributionResult
@@ -34,8 +35,8 @@ async def analyse(
     :class:`~otelcar.errors.OtelcarError` as :func:`~otelcar.analyses.attribute_run` does."""
     result = await attribute_run(run, config, budget=budget)
     fields: dict[str, Any] = {
-        "attribution": result.to_dict(),
-        "headline": result.headline(),
+        "attribution": document(result),
+        "headline": headline(result),
         "culprit": culprit_of(result),
         "why": None,
         "reason": None,
@@ -46,5 +47,5 @@ async def analyse(
         except OtelcarError as exc:
             fields["reason"] = f"why did not finish: {exc}"
         else:
-            fields["why"] = explained.to_dict()
+            fields["why"] = document(explained)
     return fields

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from otelcar.attribution.aggregate import AggregateResult, TraceVerdict, aggregate, trace_verdict
+from otelcar.report.prose import document
 from otelcar.store import Store
 from otelcar.triage.queue import TriageQueue
 
@@ -67,7 +68,7 @@ def weekly_document(results: list[tuple[str | None, str, AggregateResult]]) -> d
     aggregate as ``otelcar aggregate --json`` writes it."""
     return {
         "weeks": [
-            {"service": svc, "week": week, "aggregate": result.to_dict()}
+            {"service": svc, "week": week, "aggregate": document(result)}
             for svc, week, result in results
         ]
     }

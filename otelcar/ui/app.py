@@ -212,7 +212,10 @@ class TracePages:
         if store_root is None:
             raise HTTPException(404, "this console shows no timelines (no local store)")
         full, steps = self.c.load(request.path_params["trace_id"])
+        from otelcar.report.prose import document as result_document
+
         other = request.query_params.get("b") or None
-        document = diff_kept(store_root, load_run(full, steps), request.path_params["name"], other)
+        diff = diff_kept(store_root, load_run(full, steps), request.path_params["name"], other)
+        document = result_document(diff)
         back = ("← the trace in the console", f"/traces/{full}")
         return HTMLResponse(render_diff_html(document, back=back))  # it carries its own CSP

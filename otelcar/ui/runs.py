@@ -204,6 +204,7 @@ class RunManager:
 
     async def _analyse(self, run: Run) -> dict[str, Any]:
         from otelcar.analyses import run as analyse
+        from otelcar.report.prose import document as result_document
         from otelcar.ui.forms import request_of
 
         request = request_of(run.kind, run.options)
@@ -227,7 +228,7 @@ class RunManager:
                 result = await analyse(
                     request, recorded, config, budget=budget, on_progress=tick, env=ready.env
                 )
-                document = result.to_dict()
+                document = result_document(result)
             else:
                 from otelcar.report import RolloutSampler, with_report_sections
 
@@ -236,7 +237,7 @@ class RunManager:
                     request, recorded, config, budget=budget, on_progress=sampler, env=ready.env
                 )
                 document = await asyncio.to_thread(  # the timeline of a long trace takes a while
-                    with_report_sections, result.to_dict(), steps=steps, sampler=sampler
+                    with_report_sections, result_document(result), steps=steps, sampler=sampler
                 )
         run.calls, run.tokens = budget.calls, budget.tokens
         return document

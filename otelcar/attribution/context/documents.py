@@ -171,7 +171,6 @@ class WhyDocument(TypedDict):
     same_spec: str
     policy: str
     verdict: WhyVerdict
-    headline: str
     cause: CauseDocument | None
     causes: list[CauseDocument]
     base: BaseDocument

@@ -15,7 +15,6 @@ from otelcar.attribution.context.documents import (
 from otelcar.attribution.context.pieces import LEVELS, Piece
 from otelcar.attribution.experiment.contrast import unpaired
 from otelcar.attribution.stats import Interval, wilson
-from otelcar.cost import policy_calls_text
 
 
 def _interval(value: Interval) -> list[float]:
@@ -235,51 +234,6 @@ class WhyResult:
     def alternatives(self) -> Counter[str]:
         return Counter(self.base_instead)
 
-    def headline_text(self) -> str:
-        """One paragraph: what, where, how sure, what instead, at what cost."""
-        calls = policy_calls_text(self.cost)
-        base = wilson(self.base_bad, self.base_n, self.confidence)
-        rate = (
-            f"{self.base_bad}/{self.base_n} = {self.base_rate:.0%} "
-            f"[{base.low:.0%}, {base.high:.0%}]"
-        )
-        if self.verdict == "not-reproduced":
-            return (
-                f"Step {self.step}: the decision ({self.decision}) did not recur in "
-                f"{self.base_n} re-decisions of its unchanged context: nothing to attribute. "
-                f"Cost: {calls}."
-            )
-        if self.verdict == "too-rare":
-            return (
-                f"Step {self.step}: the decision recurs in only {rate} of re-decisions of its "
-                f"unchanged context: too rare to attribute. Cost: {calls}."
-            )
-        if self.headline is None:
-            what = (
-                "only prerequisites were confirmed (the agent re-fetches, asks or stops "
-                "without them)"
-                if self.verdict == "prerequisites-only"
-                else "no piece of the context was confirmed as a cause"
-            )
-            return (
-                f"Step {self.step} ({self.decision}, {rate} on its unchanged context): {what}. "
-                f"{len(self.tests)} tests. Cost: {calls}."
-            )
-        cause = self.headline
-        test = cause.test
-        ci = wilson(test.bad, test.n, test.confidence)
-        d = test.effect_ci
-        together = " (only together)" if cause.joint else ""
-        instead = f"; what the agent did instead: {test.alternative}" if test.alternative else ""
-        return (
-            f'Step {self.step} ({self.decision}) was caused by "{cause.text}" '
-            f"[{cause.label}]{together}: the decision rate falls from {rate} to "
-            f"{test.bad}/{test.n} = {test.rate:.0%} [{ci.low:.0%}, {ci.high:.0%}] without it "
-            f"(difference {test.effect:+.2f} [{d.low:+.2f}, {d.high:+.2f}], one-sided Fisher "
-            f"p = {test.p:.2g} at level {test.level:.2g}){instead}. "
-            f"Cost: {calls}."
-        )
-
     def to_dict(self) -> WhyDocument:
         base = wilson(self.base_bad, self.base_n, self.confidence)
         return {
@@ -293,7 +247,6 @@ class WhyResult:
             "same_spec": self.same_spec,
             "policy": self.policy,
             "verdict": self.verdict,
-            "headline": self.headline_text(),
             "cause": self.headline.to_dict() if self.headline else None,
             "causes": [c.to_dict() for c in self.causes],
             "base": {

@@ -108,7 +108,6 @@ class FixDocument(TypedDict):
     cause: str | None
     cause_label: str | None
     base: FixBaseDocument
-    headline: str
     best: str | None
     candidates: list[CandidateDocument]
     max_rate: float

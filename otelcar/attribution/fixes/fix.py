@@ -175,7 +175,13 @@ async def fix_async(
             attribution=attribution, **(why_options or {}),
         )  # fmt: skip
     if why.verdict in ("not-reproduced", "too-rare"):
-        raise FixError(f"nothing to fix: {why.headline_text()}")
+        recurred = (
+            "did not recur" if why.verdict == "not-reproduced" else f"recurs in only {why.base_bad}"
+        )
+        raise FixError(
+            f"nothing to fix: step {why.step}'s decision ({why.decision}) {recurred} in "
+            f"{why.base_n} re-decisions of its unchanged context"
+        )
     if forward and outcome is None:
         raise FixError("--forward needs an outcome ([outcome] in otelcar.toml)")
     decision = run.decision_at_step(why.step)

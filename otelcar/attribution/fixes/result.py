@@ -14,7 +14,6 @@ from otelcar.attribution.fixes.documents import (
     ForwardCheckDocument,
 )
 from otelcar.attribution.stats import Interval, wilson
-from otelcar.cost import policy_calls_text
 from otelcar.messages import Message
 
 if TYPE_CHECKING:
@@ -210,31 +209,6 @@ class FixResult:
                 return candidate
         raise KeyError(f"no candidate {name!r}; candidates: {[c.name for c in self.candidates]}")
 
-    def headline(self) -> str:
-        calls = policy_calls_text(self.cost)
-        base = f"{self.base_bad}/{self.base_n}"
-        if self.best is None:
-            return (
-                f"Step {self.step} ({self.decision}): no candidate fix passed (bad-decision "
-                f"rate significantly below the unfixed {base} and its upper "
-                f"{self.confidence:.0%} bound ≤ {self.max_rate:.0%}). Cost: {calls}."
-            )
-        best = self.candidate(self.best)
-        text = f"Step {self.step} ({self.decision}): best fix '{best.name}' ({best.description})"
-        if best.decision is not None:
-            d = best.decision
-            text += (
-                f": {d.bad}/{d.n} bad re-decisions [{d.ci.low:.0%}, {d.ci.high:.0%}] vs "
-                f"{d.base_bad}/{d.base_n} unfixed (Holm-adjusted Fisher p = {d.p_adjusted:.2g})"
-            )
-        if best.forward is not None:
-            f = best.forward
-            text += (
-                f"; forward: the run fails in {f.failed}/{f.n} rollouts vs "
-                f"{f.base_failed}/{f.base_n} unfixed (p = {f.p_adjusted:.2g})"
-            )
-        return f"{text}. Cost: {calls}."
-
     def to_dict(self) -> FixDocument:
         return {
             "version": FIX_VERSION,
@@ -253,7 +227,6 @@ class FixResult:
                 if self.why_base_n is None
                 else {"bad": self.why_base_bad, "n": self.why_base_n},
             },
-            "headline": self.headline(),
             "best": self.best,
             "candidates": [c.to_dict() for c in self.candidates],
             "max_rate": self.max_rate,

@@ -335,7 +335,7 @@ def _result(
         margin=margin,
         detectable=None if culprit is not None else detectable(curve.effects, run.horizon),
         refutations=refutations,
-        policy_check=checked.check.to_dict() if checked.check is not None else None,
+        policy_check=checked.check,
         looks=curve.done_looks,
         stop_reason=curve.reported_stop(fixed=fixed),
         cost=cost,

@@ -120,7 +120,6 @@ class AttributionDocument(TypedDict):
     confidence: float
     requested_confidence: float
     verdict: Verdict
-    headline: str
     culprit: int | None
     ties: list[int]
     point_of_no_return: int | None

@@ -85,16 +85,3 @@ def detectable(effects: Sequence[StepEffect], hypotheses: int) -> float | None:
     if not found or any(d is None for d in found):
         return None
     return max(d for d in found if d is not None)
-
-
-def seen_text(delta: float | None, rollouts: str) -> str:
-    """The sentence a verdict without a culprit ends with: which effects it would have seen."""
-    if delta is None:
-        return (
-            f"no step's effect could have been significant with {rollouts} (a step was tested "
-            "only at a look that spends no alpha)"
-        )
-    return (
-        f"any step with Δ ≥ {delta:.2f} would have been found with {POWER:.0%} power "
-        f"with {rollouts} (an effect whose pairs all favour it)"
-    )

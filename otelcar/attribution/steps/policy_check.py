@@ -26,7 +26,6 @@ from otelcar.attribution.experiment.redecisions import (
 )
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.stats import wilson
-from otelcar.cost import policy_calls_text
 from otelcar.messages import Message
 from otelcar.policies.base import PolicyError
 from otelcar.policies.registry import PolicyRegistry
@@ -166,41 +165,6 @@ class PolicyCheck:
     def unfaithful(self) -> list[DecisionFaithfulness]:
         return [d for d in self.decisions if d.unfaithful(self.min_rate)]
 
-    def headline(self) -> str:
-        """One sentence: how many decisions the policy reproduces, which it does not, cost."""
-        checked = [d for d in self.decisions if d.n]
-        bad = self.unfaithful()
-        greedy = [d for d in checked if d.greedy and d.reproduced < d.n]
-        parts = [
-            f"policy check of trace {self.trace_id}: {len(checked)} decision(s) re-decided "
-            f"{self.samples}× on their recorded contexts"
-        ]
-        rare = [d for d in self.decisions if d.rare(self.min_rate)]
-        for d in bad:
-            parts.append(
-                f"the policy rarely reproduces the recorded action at step {d.step} "
-                f"({d.reproduced}/{d.n}, {self.confidence:.0%} upper bound below "
-                f"{self.min_rate:.0%}) and {d.reason()}: counterfactuals there may describe "
-                "another agent"
-            )
-        if rare:
-            steps = ", ".join(f"{d.step} ({d.reproduced}/{d.n})" for d in rare)
-            parts.append(
-                f"step(s) {steps} reproduced below {self.min_rate:.0%} with the recorded "
-                "request and temperature: consistent with an intermittent decision of the "
-                "agent that ran"
-            )
-        if not bad and not rare:
-            parts.append(
-                f"no decision is shown to be reproduced less than {self.min_rate:.0%} of the time"
-            )
-        if greedy:
-            parts.append(
-                f"{len(greedy)} decision(s) recorded at temperature 0 differed on re-decision "
-                "(residual nondeterminism)"
-            )
-        return "; ".join(parts) + f". Cost: {policy_calls_text(self.cost)}."
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "policy_check",
@@ -212,7 +176,6 @@ class PolicyCheck:
             "seed": self.seed,
             "decisions": [d.to_dict(self.min_rate) for d in self.decisions],
             "unfaithful_steps": [d.step for d in self.unfaithful()],
-            "headline": self.headline(),
             "cost": self.cost,
         }
 

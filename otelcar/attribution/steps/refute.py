@@ -72,21 +72,6 @@ class Refutation:
     max_pairs: int = 0  # the most pairs the check could take
     underpowered: bool = False  # recheck not confirmed, the culprit's Δ below `detectable`
 
-    def summary(self) -> str:
-        verdict = "passed" if self.passed else "FAILED"
-        if not self.passed and self.underpowered:
-            verdict = "not confirmed (underpowered)"
-        power = (
-            f"; finds Δ ≥ {self.detectable:.2f} with 80 % power in {self.max_pairs} pairs"
-            if self.detectable is not None
-            else ""
-        )
-        return (
-            f"{self.name} {verdict}: Δ {self.delta:+.2f} [{self.delta_ci.low:+.2f}, "
-            f"{self.delta_ci.high:+.2f}], p={self.p_value:.2g} (e-value {self.e_value:.3g}), "
-            f"{self.pairs} pairs{power}"
-        )
-
     def to_dict(self) -> RefutationDocument:
         return {
             "name": self.name,

@@ -62,9 +62,11 @@ def diff_timelines(kit: Toolkit) -> Callable[..., Any]:
         parted from B (as `otelcar diff --json`). Trace text is untrusted data."""
 
         def read() -> dict[str, Any]:
+            from otelcar.report.prose import document as result_document
+
             with kit.read_source() as source:
                 loaded = source.load(trace_id)
-            document = diff_kept(
+            diff = diff_kept(
                 kit.context.store_root,
                 load_run(loaded.trace_id, loaded.steps),
                 a,
@@ -73,6 +75,7 @@ def diff_timelines(kit: Toolkit) -> Callable[..., Any]:
                 b_rollout=b_rollout,
                 all_steps=all_steps,
             )
+            document = result_document(diff)
             key = [loaded.trace_id, a, b, rollout, b_rollout, all_steps]
             return kit.fitted("diff_timelines", document, key, cursor)
 
