@@ -17,7 +17,6 @@ from otelcar.conventions import UNREAD
 from otelcar.cost import policy_calls_text
 from otelcar.messages import decode_arguments
 from otelcar.safe_text import visible
-from otelcar.store.report import ImportReport
 
 KIND_STYLE = {"llm": "bold cyan", "tool": "bold green", "agent": "bold magenta", "other": "dim"}
 
@@ -207,13 +206,6 @@ def step_details(row: dict[str, Any]) -> Panel:
         title=untrusted_text(title),
         title_align="left",
     )
-
-
-def import_report(console: Console, report: ImportReport) -> None:
-    style = "green" if report.ok and not report.unparsed else "yellow" if report.ok else "red"
-    console.print(untrusted_text(report.headline(), style=style))
-    for line in report.details():
-        console.print(untrusted_text(line))
 
 
 def fidelity_table(report: Any) -> Table:

@@ -11,6 +11,7 @@ from polars.testing import assert_frame_equal
 
 from otelcar import Store, TraceNotFound, import_files
 from otelcar.errors import StoreError
+from otelcar.report.imports import import_headline
 from tests.conftest import BAD, LEGACY_CONTENT, NEW_CONTENT, OTLP
 
 NEW = [OTLP / "new_content.traces.jsonl", OTLP / "new_content.logs.jsonl"]
@@ -72,7 +73,7 @@ def test_bad_records_are_kept_with_reasons_and_good_ones_imported(store: Store):
     }
     records = store.records()
     assert records.filter(records["status"] == "unparsed").height == 3
-    headline = report.headline()
+    headline = import_headline(report)
     assert headline.startswith("6 records, 3 imported, 3 kept unparsed: ")
 
 
@@ -186,12 +187,12 @@ def test_headline_reasons_end_at_a_phrase_never_mid_word(store: Store, tmp_path:
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps([1, 2]))
     report = import_files([dump, listed], store=store)
-    headline = report.headline()
+    headline = import_headline(report)
     assert "1× JSON object has no resourceSpans or resourceLogs (keys: data, errors)" in headline
     assert "1× JSON is a list, not an OTLP export object" in headline
-    from otelcar.store.report import REASON_KIND_CHARS, _reason_kind
+    from otelcar.report.imports import REASON_KIND_CHARS, reason_kind
 
-    long = _reason_kind("word " * 60)
+    long = reason_kind("word " * 60)
     assert len(long) <= REASON_KIND_CHARS + 2 and long.endswith("word …")
 
 

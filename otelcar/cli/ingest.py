@@ -29,7 +29,8 @@ from otelcar.cli.options import (
 from otelcar.importer import import_files
 from otelcar.ingest.files import FILE_FORMATS
 from otelcar.ingest.formats import export_formats
-from otelcar.render import import_report, step_details, steps_table, traces_table
+from otelcar.render import step_details, steps_table, traces_table
+from otelcar.report.imports import import_report
 from otelcar.views import (
     own_trace_summary,
     pending_bytes,

@@ -27,6 +27,8 @@ from otelcar.live.check import LiveCheck
 from otelcar.messages import describe_action
 from otelcar.replay.divergence import TimelineDiff
 from otelcar.replay.timelines import RunPath
+from otelcar.report.imports import import_headline
+from otelcar.store.report import ImportReport
 
 
 @singledispatch
@@ -469,3 +471,8 @@ def _judged_on(check: LiveCheck) -> str:
             f"run's (exit status {code}: failed={check.replayed_failed})"
         )
     return ""
+
+
+@headline.register
+def _(report: ImportReport) -> str:
+    return import_headline(report)

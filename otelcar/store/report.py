@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,44 +60,6 @@ class ImportReport:
         self.quarantined.extend(other.quarantined)
         self.skipped_paths.extend(other.skipped_paths)
 
-    def headline(self) -> str:
-        """``N records, M imported, D already in the store, K kept unparsed: reasons…``"""
-        parts = [f"{self.records} records", f"{self.imported} imported"]
-        if self.duplicates:
-            parts.append(f"{self.duplicates} already in the store")
-        text = ", ".join(parts) + f", {len(self.unparsed)} kept unparsed"
-        if self.unparsed:
-            reasons = Counter(_reason_kind(p.reason) for p in self.unparsed)
-            text += ": " + "; ".join(f"{n}× {r}" for r, n in reasons.most_common())
-        return text
-
-    def details(self) -> list[str]:
-        """Further lines: spans, traces, rejected items, and where each problem is."""
-        lines = [
-            f"{self.spans} spans and {self.logs} log records in {len(self.traces)} "
-            f"traces ({self.new_traces} new)"
-        ]
-        if self.rejected_items:
-            lines.append(
-                f"{self.rejected_items} spans/log records inside decodable records "
-                "were rejected (kept raw):"
-            )
-        if self.logs_without_trace:
-            lines.append(
-                f"{self.logs_without_trace} log records carry no trace context "
-                "(kept, not part of any trace)"
-            )
-        for problem in self.partial:
-            lines.append(f"  {problem.source} {problem.position}: {problem.reason}")
-        for problem in self.unparsed:
-            lines.append(f"  unparsed {problem.source} {problem.position}: {problem.reason}")
-        for item in self.quarantined:
-            lines.append(f"  quarantined {item}")
-        for problem in self.skipped_paths:
-            what = "not read" if problem.position == "named" else "skipped"
-            lines.append(f"  {what} {problem.source}: {problem.reason}")
-        return lines
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "records": self.records,
@@ -119,32 +80,3 @@ class ImportReport:
 
 def vars_of(problem: RecordProblem) -> dict[str, str]:
     return {"source": problem.source, "position": problem.position, "reason": problem.reason}
-
-
-#: The longest reason kind shown in a headline; a longer one is cut at a word.
-REASON_KIND_CHARS = 100
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def _reason_kind(reason: str) -> str:
-    """The kind of a reason: its text up to the first ``:`` or ``;`` outside brackets and
-    quotes (what follows is position-specific detail), whole words only; cut at a word
-    boundary, with an ellipsis, past :data:`REASON_KIND_CHARS`."""
-    depth, quote, end = 0, "", len(reason)
-    for index, char in enumerate(reason):
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"" and (index == 0 or not reason[index - 1].isalnum()):
-            quote = char
-        elif char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth = max(0, depth - 1)
-        elif char in ":;" and depth == 0:
-            end = index
-            break
-    kind = reason[:end].rstrip()
-    if len(kind) > REASON_KIND_CHARS:
-        cut = kind.rfind(" ", 0, REASON_KIND_CHARS)
-        kind = kind[: cut if cut > 0 else REASON_KIND_CHARS].rstrip(" ,(") + " …"
-    return kind or reason[:REASON_KIND_CHARS]
