@@ -109,7 +109,7 @@ def test_null_case_blames_no_step_and_says_locked_in():
 def test_fixed_r_mode_budget_and_reproducibility():
     scenario = synthetic.single_culprit(5, 2)
     fixed = _attribute(scenario, seed=5, rollouts=24)
-    assert fixed.mode == "fixed" and fixed.looks == [24]
+    assert fixed.mode == "fixed" and fixed.looks == (24,)
     assert fixed.confidence == pytest.approx(0.95)  # one look: the full alpha
     again = _attribute(scenario, seed=5, rollouts=24)
     strip = lambda d: {k: v for k, v in d.items() if k != "cost"}  # noqa: E731
@@ -117,7 +117,7 @@ def test_fixed_r_mode_budget_and_reproducibility():
     # Above the first look (about 105 calls here) but short of what the adaptive design
     # wants: the look the budget cut is left out, the estimates are the first look's.
     capped = _attribute(scenario, seed=5, budget=Budget(max_calls=110))
-    assert capped.cost["llm_calls"] <= 110 and capped.looks == [8]
+    assert capped.cost["llm_calls"] <= 110 and capped.looks == (8,)
     assert capped.stop_reason == "budget"
     assert any("budget" in note for note in capped.notes)
     # Above the floor (8 rollouts × 6 decisions: below it the run is refused, see
@@ -219,7 +219,7 @@ def test_bisection_lists_a_tie_between_two_equal_culprits():
     assert set(steps) == {12, 36}  # both candidates tested, only they have rows
     assert result.culprit.index in steps
     other = steps[({12, 36} - {result.culprit.index}).pop()]
-    assert result.ties == [other]
+    assert result.ties == (other,)
     assert f"cannot be told apart from steps [{other}]" in headline(result)
     data = document(result)
     assert data["ties"] == [other] and len(data["steps"]) == 2
@@ -245,7 +245,7 @@ def test_the_curve_stops_at_a_tie_it_cannot_part_and_lists_it():
     assert result.mode == "adaptive" and result.stop_reason == "tied"
     assert result.culprit is not None and result.culprit.index in (1, 3)
     other = next(e for e in result.steps if e.index == 4 - result.culprit.index)
-    assert result.ties == [other.step] and other.delta > 0
+    assert result.ties == (other.step,) and other.delta > 0
     assert result.looks[-1] < 64
     untied = _attribute(scenario, seed=2, refutation=False, policy_check=0, futility=0)
     assert untied.stop_reason == "last-look" and untied.looks[-1] == 64
@@ -363,7 +363,7 @@ def test_steps_that_repeat_their_recorded_action_are_bounded_and_cost_little_mor
     scenario = synthetic.Scenario("deterministic", recorded, choices, lambda c: "BAD" in c, culprit)
     result = _attribute(scenario, seed=6)
     # e-values spend no alpha per look: the curve looks every 4 rollouts after the probe
-    assert result.culprit.index == culprit and result.looks == [8, 12]
+    assert result.culprit.index == culprit and result.looks == (8, 12)
     for e in result.steps:
         if e.index == culprit:
             assert not e.repeats_recorded and e.n == 12
@@ -700,7 +700,7 @@ def test_a_culprit_is_refuted_on_fresh_draws_and_a_placebo():
     assert "finds Δ ≥" in refutation_summary(recheck)
     assert "underpowered" in refutation_summary(recheck)
     off = _attribute(scenario, seed=3, refutation=False)
-    assert off.refutations == [] and off.cost["llm_calls"] < result.cost["llm_calls"]
+    assert off.refutations == () and off.cost["llm_calls"] < result.cost["llm_calls"]
     assert result.cost["llm_calls"] - off.cost["llm_calls"] <= 2 * 8 * 4  # two arms, 8 each
 
 

@@ -17,8 +17,10 @@ PACKAGE = Path(otelcar.attribution.__file__).parent
 # into training data (its fresh rollouts reuse the steps' plans); ``*_documents`` declare
 # the JSON each writes (what their schemas are generated from). ``regression`` is the
 # import path of tests written by earlier versions (it reads the project configuration).
+# ``frozen`` makes finished results' sequences tuples (every result type uses it).
 LEVELS = {
     "stats": 0,
+    "frozen": 0,
     "experiment": 1,
     "steps": 2,
     "context": 3,

@@ -59,7 +59,7 @@ def test_the_floor_is_tight_a_policy_that_repeats_reaches_a_verdict_with_exactly
     result = attribute(run, registry=registry, outcome=outcome, seed=1, budget=Budget(floor))
     # A verdict: undecided, since locked-in needs every step's upper bound below the margin
     # (0.3), which 8 rollouts per plan cannot show (Δ ≤ 0.37); without the margin, locked-in.
-    assert result.verdict == "undecided" and result.rollout_errors == []
+    assert result.verdict == "undecided" and result.rollout_errors == ()
     unbounded = attribute(
         run, registry=registry, outcome=outcome, seed=1, budget=Budget(floor), margin=1.01
     )

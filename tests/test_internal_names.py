@@ -29,7 +29,7 @@ def test_attribute_finds_the_culprit_whatever_its_tool_arguments_are_called():
     for seed in (1, 2):
         result = attribute(run, registry=registry, outcome=outcome, seed=seed)
         assert result.verdict == "culprit" and result.culprit.index == scenario.answer
-        assert result.rollout_errors == [], result.rollout_errors[:2]
+        assert result.rollout_errors == (), result.rollout_errors[:2]
         assert all(r.passed for r in result.refutations)
 
 

@@ -74,7 +74,7 @@ def test_a_fix_that_passed_nothing_gives_no_pair():
     result = fix(run, registry=registry(null_agent(0.8)), step=4, seed=0).to_dict()
     assert not any(c["verdict"] == "PASS" for c in result["candidates"])
     made = fix_pairs(run, result)
-    assert made.pairs == [] and made.notes == ["no fix of step 4 passed: nothing to learn from"]
+    assert made.pairs == () and made.notes == ("no fix of step 4 passed: nothing to learn from",)
 
 
 def test_a_passing_fix_without_its_good_action_gives_a_note_and_a_forced_one_its_action():
@@ -163,7 +163,7 @@ def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(t
                 run, claim, registry=config.registry, outcome=ToolCalled("issue_refund")
             )
         )
-        assert skipped.pairs == [] and why in skipped.notes[0] and skipped.cost == {}
+        assert skipped.pairs == () and why in skipped.notes[0] and skipped.cost == {}
 
 
 def _attributed(scenario: synthetic.Scenario, seed: int = 1):
@@ -251,7 +251,7 @@ def test_an_action_that_does_not_help_on_fresh_rollouts_gives_no_pair():
         refuted = run_sync(
             attribution_pairs_async(run, wrong, registry=registry, outcome=outcome, seed=seed)
         )
-        assert refuted.pairs == [], refuted.pairs[0].evidence
+        assert refuted.pairs == (), refuted.pairs[0].evidence
         (note,) = refuted.notes
         assert "failed significantly less often" in note and '"v": "b"' in note
         assert refuted.cost["rollouts_run"] == 32
@@ -261,7 +261,7 @@ def test_an_attribution_without_a_culprit_gives_no_pair_and_spends_nothing():
     run, registry, outcome, result = _attributed(synthetic.null_case(5), seed=3)
     assert result["verdict"] == "locked-in"
     made = export_pairs(run, result=result, registry=registry, outcome=outcome)
-    assert made.pairs == [] and made.cost == {} and "no culprit" in made.notes[0]
+    assert made.pairs == () and made.cost == {} and "no culprit" in made.notes[0]
     assert export_pairs(run, result=result).notes == made.notes  # no policy needed for that
 
 

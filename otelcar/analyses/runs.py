@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from otelcar.analyses.live import live_prepared, live_ready, live_rollouts
@@ -23,9 +24,10 @@ from otelcar.replay import Budget
 
 
 class _Noted(Protocol):
-    """An analysis's result: it carries notes."""
+    """An analysis's result: a frozen dataclass that carries notes."""
 
-    notes: list[str]
+    @property
+    def notes(self) -> tuple[str, ...]: ...
 
 
 Analysed = TypeVar("Analysed", bound=_Noted)
@@ -63,8 +65,7 @@ async def on_the_run(
     run, notes = await live_ready(run, config, seed=chosen)
     with live_rollouts(config):
         result = await analyse(run, chosen)
-    result.notes[:0] = notes
-    return result
+    return replace(result, notes=(*notes, *result.notes)) if notes else result
 
 
 async def attribute_run(

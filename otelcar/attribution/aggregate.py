@@ -48,6 +48,7 @@ from otelcar.attribution.aggregate_documents import (
     StepStatsDocument,
     TraceVerdictDocument,
 )
+from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import holm, wilson
 from otelcar.attribution.steps.attribute import attribute_async
 from otelcar.attribution.steps.result import AttributionResult
@@ -375,11 +376,14 @@ class AggregateResult:
     """Step identities ranked by how systematically they cause the failures."""
 
     confidence: float
-    traces: list[TraceVerdict]
-    steps: list[StepStats]
+    traces: tuple[TraceVerdict, ...]
+    steps: tuple[StepStats, ...]
     service: str | None = None
     since: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self)
 
     @property
     def attributed(self) -> list[TraceVerdict]:
@@ -426,7 +430,7 @@ class AggregateResult:
             "steps": [s.to_dict() for s in self.steps],
             "traces": [t.to_dict() for t in self.traces],
             "cost": self.cost(),
-            "notes": self.notes,
+            "notes": list(self.notes),
         }
 
 

@@ -43,6 +43,7 @@ from typing import Any
 from otelcar.attribution.experiment.rollouts import RolloutArm
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.faithfulness import same_action
+from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.pairs_documents import PAIRS_VERSION, ChatLine, DpoLine, OtelcarLine
 from otelcar.attribution.stats import fisher_exact_greater, holm
 from otelcar.attribution.steps.curve import curve_plans
@@ -119,9 +120,12 @@ class PreferencePair:
 class PairsResult:
     """The pairs made from one result, what kept others from being made, what it cost."""
 
-    pairs: list[PreferencePair] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    pairs: tuple[PreferencePair, ...] = ()
+    notes: tuple[str, ...] = ()
     cost: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self)
 
 
 def result_of(document: Any, *, where: str = "the result") -> dict[str, Any]:
@@ -185,11 +189,12 @@ def _usable(decision: RecordedDecision) -> str | None:
 def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
     """The pairs of a ``fix`` result: one per PASS candidate with a good action (see the
     module docstring); the recorded run gives the context and the rejected action."""
-    out = PairsResult()
+    pairs: list[PreferencePair] = []
+    notes: list[str] = []
     decision = _decision(run, fix.get("step"), "fix result")
     if (why := _usable(decision)) is not None:
-        out.notes.append(why)
-        return out
+        notes.append(why)
+        return PairsResult(pairs, notes)
     seen: list[tuple[str, Message]] = []  # the pairs made: fix name, chosen action
     candidates = sorted(fix.get("candidates") or [], key=lambda c: c.get("name") != fix.get("best"))
     for candidate in candidates:
@@ -205,13 +210,13 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
                 if older
                 else "none of its good re-decisions took an action"
             )
-            out.notes.append(f"fix '{name}' passed but gives no good action to learn from: {why}")
+            notes.append(f"fix '{name}' passed but gives no good action to learn from: {why}")
             continue
         if same_action(chosen, decision.action):  # type: ignore[arg-type]
-            out.notes.append(f"fix '{name}': its good action is the recorded one; no pair")
+            notes.append(f"fix '{name}': its good action is the recorded one; no pair")
             continue
         if (made := next((n for n, a in seen if same_action(chosen, a)), None)) is not None:
-            out.notes.append(
+            notes.append(
                 f"fix '{name}' passed with the good action of fix '{made}': one pair for both"
             )
             continue
@@ -227,10 +232,10 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
             "confidence": fix.get("confidence"),
             "alpha": fix.get("alpha"),
         }
-        out.pairs.append(_pair(run, decision, chosen, evidence))
-    if not out.pairs and not out.notes:
-        out.notes.append(f"no fix of step {decision.step} passed: nothing to learn from")
-    return out
+        pairs.append(_pair(run, decision, chosen, evidence))
+    if not pairs and not notes:
+        notes.append(f"no fix of step {decision.step} passed: nothing to learn from")
+    return PairsResult(pairs, notes)
 
 
 def _chosen_of(candidate: Mapping[str, Any]) -> Message | None:
@@ -360,10 +365,11 @@ async def attribution_pairs_async(
     the module docstring), every policy call counted in ``cost`` and bounded by ``budget``.
     ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage). A result with no
     culprit, a refuted one or a credit question gives no pair, a note and no cost."""
-    out = PairsResult()
+    pairs: list[PreferencePair] = []
+    notes: list[str] = []
     if (why := _no_claim(attribution)) is not None:
-        out.notes.append(why)
-        return out
+        notes.append(why)
+        return PairsResult(pairs, notes)
     judged_by = attribution.get("outcome")
     if judged_by is not None and judged_by != outcome.describe():
         raise PairsError(
@@ -373,15 +379,15 @@ async def attribution_pairs_async(
         )
     decision = _decision(run, attribution["culprit"], "attribution result")
     if (why := _usable(decision)) is not None:
-        out.notes.append(why)
-        return out
+        notes.append(why)
+        return PairsResult(pairs, notes)
     recorded: Message = decision.action  # type: ignore[assignment]  # _usable checked it
     env = Environment(registry, budget or Budget())
     fresh, held = await _fresh_rollouts(run, decision, env, outcome, rollouts, seed, on_rollout)
-    out = PairsResult(out.pairs, out.notes, env.accounting.to_dict())  # the calls spent
+    cost = env.accounting.to_dict()  # the calls spent
     for arm, done in (("re-deciding", fresh), ("holding", held)):
         if (lost := _lost(done)) is not None:
-            out.notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")
+            notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")
     rejected = _ActionArm(action=recorded)
     for r, failed in held:
         rejected.add(r, failed, recorded)
@@ -394,10 +400,10 @@ async def attribution_pairs_async(
         arm.add(r, failed, action)
     tested = [arm for arm in others if arm.n]
     if not tested:
-        out.notes.append(
+        notes.append(
             f"no other action at step {decision.step} in {rollouts} fresh rollouts: no pair"
         )
-        return out
+        return PairsResult(pairs, notes, cost)
     p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for a in tested]
     evidence = _attribution_evidence(attribution, decision.step)
     for arm, p, p_adjusted in zip(tested, p_values, holm(p_values), strict=True):
@@ -413,21 +419,21 @@ async def attribution_pairs_async(
             "alpha": alpha,
             "alternatives_tested": len(tested),
         }
-        out.pairs.append(_pair(run, decision, arm.passing, {**evidence, "fresh": fresh_evidence}))
-    if out.pairs and evidence["policy_unfaithful"]:
-        out.notes.append(
+        pairs.append(_pair(run, decision, arm.passing, {**evidence, "fresh": fresh_evidence}))
+    if pairs and evidence["policy_unfaithful"]:
+        notes.append(
             f"the resample policy rarely reproduces the recorded action at step "
             f"{decision.step} (the attribution's policy check): the chosen actions are what "
             "it does there, which the recorded agent may not"
         )
-    if not out.pairs:
+    if not pairs:
         shown = "; ".join(f"{describe_action(a.action)}: {a.failed}/{a.n} failed" for a in tested)
-        out.notes.append(
+        notes.append(
             f"no other action at step {decision.step} failed significantly less often than "
             f"the recorded one ({rejected.failed}/{rejected.n} failed) on fresh rollouts "
             f"(Holm-adjusted Fisher, alpha {alpha}), or it never passed: {shown}"
         )
-    return out
+    return PairsResult(pairs, notes, cost)
 
 
 def _attribution_evidence(attribution: Mapping[str, Any], step: int) -> dict[str, Any]:

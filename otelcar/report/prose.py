@@ -93,7 +93,7 @@ def _culprit_headline(result: AttributionResult, calls: str) -> str:
     c = result.culprit
     assert c is not None
     where = f"step {c.step} ({c.name}" + (f", agent {c.agent}" if c.agent else "") + ")"
-    tie = f"; cannot be told apart from steps {result.ties}" if result.ties else ""
+    tie = f"; cannot be told apart from steps {list(result.ties)}" if result.ties else ""
     checks = ""
     if result.refutations:
         passed = all(r.passed for r in result.refutations)

@@ -14,6 +14,7 @@ from otelcar.attribution.context.documents import (
 )
 from otelcar.attribution.context.pieces import LEVELS, Piece
 from otelcar.attribution.experiment.contrast import unpaired
+from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import Interval, wilson
 
 
@@ -212,9 +213,9 @@ class WhyResult:
     intermittent: bool
     verdict: str
     headline: Cause | None
-    causes: list[Cause]
-    tests: list[TestRecord]
-    untested: list[str]
+    causes: tuple[Cause, ...]
+    tests: tuple[TestRecord, ...]
+    untested: tuple[str, ...]
     alpha: float
     min_drop: float
     fill: str
@@ -224,8 +225,11 @@ class WhyResult:
     stopped: str = "done"
     base_instead: dict[str, int] = field(default_factory=dict)
     base_alternative: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self)
 
     @property
     def base_rate(self) -> float:
@@ -259,7 +263,7 @@ class WhyResult:
                 "alternative": self.base_alternative,
             },
             "tests": [t.to_dict() for t in self.tests],
-            "untested": self.untested,
+            "untested": list(self.untested),
             "alpha": self.alpha,
             "min_drop": self.min_drop,
             "confidence": self.confidence,
@@ -268,5 +272,5 @@ class WhyResult:
             "samples": self.samples,
             "stopped": self.stopped,
             "cost": self.cost,
-            "notes": self.notes,
+            "notes": list(self.notes),
         }

@@ -13,6 +13,7 @@ from otelcar.attribution.fixes.documents import (
     FixDocument,
     ForwardCheckDocument,
 )
+from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.messages import Message
 
@@ -188,20 +189,23 @@ class FixResult:
     cause_label: str | None
     base_bad: int
     base_n: int
-    candidates: list[FixCandidate]
+    candidates: tuple[FixCandidate, ...]
     best: str | None
     max_rate: float
     alpha: float
     samples: int
     outcome: str | None
     cost: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     confidence: float = 0.95
     why_base_bad: int | None = None
     why_base_n: int | None = None
     # The explanation the fixes were built from (not part of the fix JSON: `why --json` and
     # `fix --why-json` write it in its own schema).
     why: WhyResult | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self)
 
     def candidate(self, name: str) -> FixCandidate:
         for candidate in self.candidates:
@@ -235,5 +239,5 @@ class FixResult:
             "samples": self.samples,
             "outcome": self.outcome,
             "cost": self.cost,
-            "notes": self.notes,
+            "notes": list(self.notes),
         }

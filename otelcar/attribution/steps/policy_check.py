@@ -25,6 +25,7 @@ from otelcar.attribution.experiment.redecisions import (
     describe_action,
 )
 from otelcar.attribution.experiment.seeds import SeedSpace
+from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import wilson
 from otelcar.messages import Message
 from otelcar.policies.base import PolicyError
@@ -159,8 +160,11 @@ class PolicyCheck:
     confidence: float
     min_rate: float
     seed: int
-    decisions: list[DecisionFaithfulness]
+    decisions: tuple[DecisionFaithfulness, ...]
     cost: dict[str, int]
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self)
 
     def unfaithful(self) -> list[DecisionFaithfulness]:
         return [d for d in self.decisions if d.unfaithful(self.min_rate)]

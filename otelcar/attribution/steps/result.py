@@ -4,9 +4,10 @@ headline and the document every front end writes are :mod:`otelcar.report.prose`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.steps.curve import Baseline, StepEffect
 from otelcar.attribution.steps.documents import (
     RESULT_VERSION,
@@ -74,19 +75,19 @@ class AttributionResult:
     requested_confidence: float
     verdict: str
     baseline: Baseline
-    steps: list[StepEffect]
+    steps: tuple[StepEffect, ...]
     culprit: StepEffect | None
-    ties: list[int]
+    ties: tuple[int, ...]
     point_of_no_return: int | None
     harmful_step: int | None  # the decision whose recorded action made the outcome fail
-    looks: list[int]
+    looks: tuple[int, ...]
     cost: dict[str, Any]
     # why sampling stopped: separated | tied | futility | last-look | budget | bisection | fixed
     stop_reason: str = "last-look"
     shapley: ShapleyResult | None = None
-    notes: list[str] = field(default_factory=list)
-    rollout_errors: list[str] = field(default_factory=list)
-    refutations: list[Any] = field(default_factory=list)  # refute.Refutation, culprit only
+    notes: tuple[str, ...] = ()
+    rollout_errors: tuple[str, ...] = ()
+    refutations: tuple[Any, ...] = ()  # refute.Refutation, culprit only
     #: The policy check at the culprit (None when not run).
     policy_check: PolicyCheck | None = None
     #: The equivalence margin "locked-in" needs every step's upper bound on Δ below.
@@ -95,6 +96,9 @@ class AttributionResult:
     #: power (:func:`~otelcar.attribution.steps.equivalence.detectable`; None: no step could
     #: have been significant).
     detectable: float | None = None
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self)
 
     def unmeasured(self) -> list[str]:
         """Where the curve has no judged rollout (``"the start"``, ``"step K"``): an
@@ -114,17 +118,17 @@ class AttributionResult:
             "requested_confidence": self.requested_confidence,
             "verdict": self.verdict,
             "culprit": self.culprit.step if self.culprit else None,
-            "ties": self.ties,
+            "ties": list(self.ties),
             "point_of_no_return": self.point_of_no_return,
             "harmful_step": self.harmful_step,
             "baseline": self.baseline.to_dict(),
             "steps": [s.to_dict() for s in self.steps],
-            "looks": self.looks,
+            "looks": list(self.looks),
             "stop_reason": self.stop_reason,
             "cost": self.cost,
             "shapley": self.shapley.to_dict() if self.shapley else None,
-            "notes": self.notes,
-            "rollout_errors": self.rollout_errors[:50],
+            "notes": list(self.notes),
+            "rollout_errors": list(self.rollout_errors[:50]),
             "refutations": [r.to_dict() for r in self.refutations],
             "policy_check": self.policy_check.to_dict() if self.policy_check else None,
             "equivalence": None
