@@ -214,11 +214,6 @@ def refutation_summary(refutation: Refutation) -> str:
 
 
 # -- the policy check -------------------------------------------------------------------------
-@document.register
-def _(check: PolicyCheck) -> dict[str, Any]:
-    return _with_headline(check.to_dict(), headline(check), after="unfaithful_steps")
-
-
 @headline.register
 def _(check: PolicyCheck) -> str:
     checked = [d for d in check.decisions if d.n]
@@ -256,11 +251,6 @@ def _(check: PolicyCheck) -> str:
 
 
 # -- why --------------------------------------------------------------------------------------
-@document.register
-def _(result: WhyResult) -> dict[str, Any]:
-    return _with_headline(result.to_dict(), headline(result), after="verdict")
-
-
 @headline.register
 def _(result: WhyResult) -> str:
     calls = policy_calls_text(result.cost)
@@ -307,11 +297,6 @@ def _(result: WhyResult) -> str:
 
 
 # -- fix --------------------------------------------------------------------------------------
-@document.register
-def _(result: FixResult) -> dict[str, Any]:
-    return _with_headline(result.to_dict(), headline(result), after="base")
-
-
 @headline.register
 def _(result: FixResult) -> str:
     calls = policy_calls_text(result.cost)
@@ -390,11 +375,6 @@ def _(result: AggregateResult) -> str:
 
 
 # -- diff -------------------------------------------------------------------------------------
-@document.register
-def _(diff: TimelineDiff) -> dict[str, Any]:
-    return _with_headline(diff.to_dict(), headline(diff), after="b_plan")
-
-
 @headline.register
 def _(diff: TimelineDiff) -> str:
     d = diff.detail
@@ -434,11 +414,6 @@ def _ended(path: RunPath) -> str:
 
 
 # -- the live check ---------------------------------------------------------------------------
-@document.register
-def _(check: LiveCheck) -> dict[str, Any]:
-    return _with_headline(check.to_dict(), headline(check), after="reproduced")
-
-
 @headline.register
 def _(check: LiveCheck) -> str:
     if check.reproduced:
@@ -476,3 +451,25 @@ def _judged_on(check: LiveCheck) -> str:
 @headline.register
 def _(report: ImportReport) -> str:
     return import_headline(report)
+
+
+#: The results whose document is their ``to_dict()`` with the headline after this key.
+_HEADLINE_AFTER: dict[type, str] = {
+    PolicyCheck: "unfaithful_steps",
+    WhyResult: "verdict",
+    FixResult: "base",
+    TimelineDiff: "b_plan",
+    LiveCheck: "reproduced",
+}
+
+
+def _register_documents() -> None:
+    for kind, after in _HEADLINE_AFTER.items():
+
+        def with_its_headline(result: Any, after: str = after) -> dict[str, Any]:
+            return _with_headline(result.to_dict(), headline(result), after=after)
+
+        document.register(kind, with_its_headline)
+
+
+_register_documents()
