@@ -23,7 +23,8 @@ from otelcar.attribution.stats import (
 )
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
-from otelcar.report.prose import document, headline, refutation_summary
+from otelcar.report.findings import refutation_summary
+from otelcar.report.prose import document, headline
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT
 from tests.helpers.design import fake_run as _fake_run

@@ -99,3 +99,19 @@ def _without_headlines(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_headlines(v) for v in value]
     return value
+
+
+def test_wording_a_diff_or_a_live_check_loads_no_estimator():
+    """``report.prose`` words the light results itself and loads the estimators' wordings
+    (which import SciPy) only for their results: ``otelcar diff`` and ``otelcar replay``
+    start without them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import otelcar.report.prose as p; "
+        "assert 'scipy' not in sys.modules and p.FINDINGS not in sys.modules, "
+        "sorted(m for m in sys.modules if m.startswith(('scipy', 'otelcar.attribution')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
