@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from otelcar.attribution.steps.result import AttributionResult
     from otelcar.importer import import_files
     from otelcar.messages import Message, ToolCall
+    from otelcar.notes import Note
     from otelcar.policies.registry import PolicyRegistry
     from otelcar.readers import (
         read_langfuse,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from otelcar.replay.harness import Budget, Environment
     from otelcar.replay.plan import Plan
     from otelcar.replay.recorded import RecordedRun, load_run
+    from otelcar.report.notes import worded
     from otelcar.report.prose import document, headline
     from otelcar.schema import STEPS_SCHEMA, TRACES_SCHEMA
     from otelcar.store import ImportReport, Store, scan_store
@@ -129,6 +131,8 @@ _LAZY = {
     # the words and JSON of a result, as every front end writes them
     "headline": "otelcar.report.prose",
     "document": "otelcar.report.prose",
+    "Note": "otelcar.notes",
+    "worded": "otelcar.report.notes",
 }
 
 __all__ = [
@@ -145,6 +149,7 @@ __all__ = [
     "ImportReport",
     "LiveExecutor",
     "Message",
+    "Note",
     "OtelcarError",
     "PairsResult",
     "Plan",
@@ -182,6 +187,7 @@ __all__ = [
     "scan_store",
     "why",
     "why_async",
+    "worded",
 ]
 
 

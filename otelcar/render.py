@@ -208,13 +208,14 @@ def step_details(row: dict[str, Any]) -> Panel:
     )
 
 
-def fidelity_table(report: Any) -> Table:
-    """The per-step verdicts of a fidelity check."""
+def fidelity_table(doc: Mapping[str, Any]) -> Table:
+    """The per-step verdicts of a fidelity check, from its document (``otelcar replay
+    --json``: :func:`otelcar.report.prose.document` of the check)."""
     verdict_style = {"ok": "green", "held-only": "yellow", "unreproducible": "red"}
     title = (
-        f"replay of {report.trace_id}: "
-        + ("reproducible" if report.reproducible else "NOT reproducible")
-        + ("" if report.propagates or not report.reproducible else " (some steps held-only)")
+        f"replay of {doc['trace_id']}: "
+        + ("reproducible" if doc["reproducible"] else "NOT reproducible")
+        + ("" if doc["propagates"] or not doc["reproducible"] else " (some steps held-only)")
     )
     table = Table(title=untrusted_text(title), header_style="bold")
     table.add_column("step", justify="right")
@@ -222,29 +223,29 @@ def fidelity_table(report: Any) -> Table:
     table.add_column("verdict")
     table.add_column("why")
     table.add_column("a re-decision offers")
-    requests = {d["step"]: d for d in (report.requests or {}).get("decisions", [])}
-    for step in report.steps:
+    requests = {d["step"]: d for d in (doc.get("requests") or {}).get("decisions", [])}
+    for step in doc["steps"]:
         table.add_row(
-            str(step.step),
-            untrusted_text(step.agent or ""),
-            Text(step.verdict, style=verdict_style.get(step.verdict, "")),
-            untrusted_text("; ".join(step.reasons)),
-            _offered(requests.get(step.step)),
+            str(step["step"]),
+            untrusted_text(step["agent"] or ""),
+            Text(step["verdict"], style=verdict_style.get(step["verdict"], "")),
+            untrusted_text("; ".join(step["reasons"])),
+            _offered(requests.get(step["step"])),
         )
     caption = [
-        f"replay ended: {report.replay_status}"
-        + (f" ({report.replay_error})" if report.replay_error else "")
+        f"replay ended: {doc['replay_status']}"
+        + (f" ({doc['replay_error']})" if doc["replay_error"] else "")
     ]
-    structure = (report.requests or {}).get("structure")
+    structure = (doc.get("requests") or {}).get("structure")
     if structure:
         caption.append(
             f"structure: {structure['value']} ({structure['source']}: {structure['basis']})"
         )
-    caption.extend(report.notes)
-    if report.outcome is not None:
+    caption.extend(doc["notes"])
+    if doc["outcome"] is not None:
         caption.append(
-            f"outcome '{report.outcome}': recorded failed={report.recorded_failed}, "
-            f"replayed failed={report.replayed_failed}"
+            f"outcome '{doc['outcome']}': recorded failed={doc['recorded_failed']}, "
+            f"replayed failed={doc['replayed_failed']}"
         )
     table.caption = untrusted_text("\n".join(caption))
     return table

@@ -24,6 +24,7 @@ from otelcar.attribution.stats import (
 from otelcar.cli import cli
 from otelcar.replay import Budget, load_run
 from otelcar.report.findings import refutation_summary
+from otelcar.report.notes import worded
 from otelcar.report.prose import document, headline
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT
@@ -120,13 +121,13 @@ def test_fixed_r_mode_budget_and_reproducibility():
     capped = _attribute(scenario, seed=5, budget=Budget(max_calls=110))
     assert capped.cost["llm_calls"] <= 110 and capped.looks == (8,)
     assert capped.stop_reason == "budget"
-    assert any("budget" in note for note in capped.notes)
+    assert any("budget" in note for note in worded(capped.notes))
     # Above the floor (8 rollouts × 6 decisions: below it the run is refused, see
     # tests/test_budget_floor.py) but cutting the first look: it is measured, not tested
     # (as the exact design's probe), so the pairs the budget cut cannot change a verdict.
     cut = _attribute(scenario, seed=5, budget=Budget(max_calls=60))
     assert cut.cost["llm_calls"] <= 60 and cut.culprit is None
-    assert any("budget" in note for note in cut.notes)
+    assert any("budget" in note for note in worded(cut.notes))
 
 
 def test_adaptive_spends_less_than_fixed_r_60():
@@ -204,7 +205,7 @@ def test_bisection_on_a_long_trace_uses_log_n_plans():
     scenario = synthetic.single_culprit(48, 29)
     result = _attribute(scenario, seed=1, rollouts=12)
     assert result.mode == "bisect" and result.culprit.index == 29
-    assert len(result.steps) == 1 and any("bisection" in note for note in result.notes)
+    assert len(result.steps) == 1 and any("bisection" in note for note in worded(result.notes))
     full = _attribute(synthetic.single_culprit(12, 7), seed=1, rollouts=12, mode="curve")
     assert full.mode == "fixed" and len(full.steps) == 13  # 12 tool decisions + the answer
 
@@ -224,7 +225,7 @@ def test_bisection_lists_a_tie_between_two_equal_culprits():
     assert f"cannot be told apart from steps [{other}]" in headline(result)
     data = document(result)
     assert data["ties"] == [other] and len(data["steps"]) == 2
-    assert any("the jumps at steps" in note for note in result.notes)
+    assert any("the jumps at steps" in note for note in worded(result.notes))
     from rich.console import Console
 
     from otelcar.render import attribution_report
@@ -337,7 +338,7 @@ def test_futility_stops_a_null_early_and_still_finds_culprits():
     assert full.stop_reason == "last-look" and full.looks[-1] == 64
     assert stopped.verdict == full.verdict == "locked-in"
     assert stopped.cost["llm_calls"] < full.cost["llm_calls"] / 2
-    assert any("futility" in note for note in stopped.notes)
+    assert any("futility" in note for note in worded(stopped.notes))
     assert all(e.futile for e in stopped.steps if not e.repeats_recorded)
     # The same rule leaves planted culprits to be found.
     for scenario in (synthetic.single_culprit(8, 4), synthetic.intermittent(8, 5)):

@@ -36,6 +36,7 @@ from otelcar.policies.base import Decision, DecisionRequest
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay import Do, Environment, Plan, Resample, replay
 from otelcar.replay.requests import AgentDeclaration
+from otelcar.report.notes import word, worded
 from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.agents.kit import Hooks
@@ -150,7 +151,8 @@ def test_every_part_of_a_request_is_recorded_declared_or_reported(
         )
     else:
         assert sources == {"inferred"}
-    summary = run.requests.summary()
+    inferred_note = run.requests.note()
+    summary = None if inferred_note is None else word(inferred_note)
     inferred = [
         spec
         for spec in run.requests.decisions
@@ -160,7 +162,7 @@ def test_every_part_of_a_request_is_recorded_declared_or_reported(
     for spec in inferred:
         assert f"{spec.step}" in summary  # type: ignore[operator]
     fidelity = otelcar.replay.check_fidelity(run)
-    assert fidelity.reproducible and summary in fidelity.notes
+    assert fidelity.reproducible and summary in worded(fidelity.notes)
     # declared from the agent's code, nothing is left to infer about tools or structure
     declared = case.run(declaration(agent)).requests
     assert declared.structure.source == "declared"
@@ -288,7 +290,8 @@ def test_attribute_and_why_name_the_planted_culprit_and_sentence(
     )
     result = otelcar.attribute(run, registry=tools, outcome=outcome, seed=1)
     assert result.culprit is not None and result.culprit.step == culprit.step, headline(result)
-    assert any("partly inferred" in n for n in result.notes) != (run.requests.summary() is None)
+    inferred = run.requests.note() is not None
+    assert any("partly inferred" in n for n in worded(result.notes)) == inferred
     why = otelcar.why(run, step=culprit.step, registry=tools, outcome=outcome, seed=1)
     planted = agent_module(agent).PLANTED
     assert why.headline is not None and planted in why.headline.text, why.headline
@@ -323,7 +326,8 @@ def test_attribute_says_when_an_undeclared_live_tool_reused_results(
     tools.register("llm", BrainPolicy("cleanup"))
     outcome = outcome_from_config(OUTCOMES["cleanup"], tools)
     result = otelcar.attribute(run, registry=tools, outcome=outcome, seed=1)
-    assert any("side effects undeclared" in note for note in result.notes), result.notes
+    notes = worded(result.notes)
+    assert any("side effects undeclared" in note for note in notes), notes
 
 
 def test_why_and_fix_read_a_saved_attribution_instead_of_attributing_again(

@@ -32,6 +32,7 @@ from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy, PolicyRegistry, StaticToolPolicy
 from otelcar.replay import Environment, load_run
+from otelcar.report.notes import worded
 from otelcar.report.prose import document
 from otelcar.report.prose import headline as headline_of
 from otelcar.testing import Turn, conversation_steps
@@ -163,7 +164,7 @@ def test_an_unconfirmed_strongest_piece_becomes_a_source_candidate_validated_lik
     user_tests = [t for t in result.why.tests if any(p.role == "user" for p in t.removed)]
     listing = [t for t in result.why.tests if t.removed and t.removed[0].message == 3]
     assert max(t.effect for t in user_tests) > max(t.effect for t in listing) > 0
-    assert any("the source candidate removes" in n for n in result.notes)
+    assert any("the source candidate removes" in n for n in worded(result.notes))
     check = source.decision
     assert check is not None and check.n == result.samples
     assert (check.base_bad, check.base_n) == (result.base_bad, result.base_n)
@@ -207,7 +208,7 @@ def test_no_source_candidate_when_why_tested_no_piece_and_the_notes_say_why():
     untested = dataclasses.replace(found, verdict="no-cause", tests=[], causes=[])
     result = fix(run, registry=env.registry, env=env, why=untested, outcome=OUTCOME, seed=3)
     assert "source" not in [c.name for c in result.candidates]
-    assert "no source candidate: why confirmed no cause and tested no piece" in result.notes
+    assert "no source candidate: why confirmed no cause and tested no piece" in worded(result.notes)
 
 
 # -- 3. the headline quotes the arm the fix was tested against ---------------------------------

@@ -56,7 +56,7 @@ def test_the_starting_config_declares_nothing_it_inferred() -> None:
         "tool:delete_file",
     }
     again = load_run(run.trace_id, run.steps, config.agent)
-    assert again.requests.summary() == run.requests.summary()  # still inferred, and said
+    assert again.requests.note() == run.requests.note()  # still inferred, and said
 
 
 def test_accepting_every_inferred_line_declares_the_whole_request() -> None:
@@ -65,7 +65,7 @@ def test_accepting_every_inferred_line_declares_the_whole_request() -> None:
     assert accepted.agent.structure == "workflow"
     assert set(accepted.agent.tools) == {"list_files", "file_info", "delete_file"}
     declared = load_run(run.trace_id, run.steps, accepted.agent)
-    assert declared.requests.summary() is None
+    assert declared.requests.note() is None
     assert [[t["name"] for t in s.tools.value] for s in declared.requests.decisions] == [
         ["list_files"],
         ["file_info"],

@@ -13,6 +13,7 @@ from otelcar.attribution import attribute
 from otelcar.attribution.context.why import why
 from otelcar.attribution.fixes.fix import fix
 from otelcar.replay import load_run
+from otelcar.report.notes import worded
 from otelcar.testing import scenarios as synthetic
 
 
@@ -41,7 +42,7 @@ def test_why_and_fix_forward_run_with_such_tools():
     step = run.decisions[scenario.answer].step
     explained = why(run, step=step, registry=registry, outcome=outcome, seed=1)
     assert explained.base_n >= explained.samples and explained.base_bad > 0
-    assert not any("failed" in note for note in explained.notes), explained.notes
+    assert not any("failed" in note for note in worded(explained.notes)), worded(explained.notes)
     repaired = fix(
         run, step=step, why=explained, registry=registry, outcome=outcome, forward=True,
         rollouts=8, seed=1,
@@ -50,4 +51,4 @@ def test_why_and_fix_forward_run_with_such_tools():
     # every rollout run was judged (the sequential check stops when its evidence suffices)
     assert forwards and all(f.errors == [] and 0 < f.n == f.rollouts <= 8 for f in forwards)
     # 8 rollouts cannot show a failure rate below 0.3 (13 without failure can): it says so
-    assert any("no forward check can PASS" in note for note in repaired.notes)
+    assert any("no forward check can PASS" in note for note in worded(repaired.notes))

@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(
         [
             *("errors", "config", "identity", "sync", "usercode", "safe_text", "cost"),
-            *("pricing", "version", "typeschema"),
+            *("pricing", "version", "typeschema", "notes"),
         ],
         0,
     ),

@@ -32,6 +32,7 @@ from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, run_plan
+from otelcar.report.notes import worded
 from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.helpers.agents import CULPRIT_TOOL, OUTCOMES, Recorded, Seeing, agent_module
@@ -129,8 +130,8 @@ def test_live_attribute_and_why_name_the_culprit_and_the_sentence(
     culprit = next(d for d in run.decisions if d.action and d.action.tool_calls
                    and d.action.tool_calls[0].name == CULPRIT_TOOL[agent])  # fmt: skip
     assert result.culprit is not None and result.culprit.step == culprit.step, headline(result)
-    assert any("made every recorded request again" in n for n in result.notes)
-    assert not any("no tool policy" in n for n in result.notes)  # the agent's tools ran
+    assert any("made every recorded request again" in n for n in worded(result.notes))
+    assert not any("no tool policy" in n for n in worded(result.notes))  # the agent's tools ran
     why = run_sync(why_run(run, config, step=culprit.step, seed=1))
     assert why.headline is not None
     assert agent_module(agent).PLANTED in why.headline.text

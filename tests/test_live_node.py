@@ -40,6 +40,7 @@ from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, load_run, run_plan
+from otelcar.report.notes import worded
 from otelcar.report.prose import headline
 from otelcar.sync import run_sync
 from tests.agents.model import answer, offered
@@ -284,5 +285,5 @@ def test_live_attribute_on_the_node_agent_names_the_refund(recorded: Recorded) -
     refund = run.decisions[1]
     assert refund.action is not None and refund.action.tool_calls[0].name == "issue_refund"
     assert result.culprit is not None and result.culprit.step == refund.step, headline(result)
-    assert any("made every recorded request again" in n for n in result.notes)
-    assert not any("no tool policy" in n for n in result.notes)
+    assert any("made every recorded request again" in n for n in worded(result.notes))
+    assert not any("no tool policy" in n for n in worded(result.notes))

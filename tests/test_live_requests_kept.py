@@ -24,12 +24,13 @@ from click.testing import CliRunner
 
 from otelcar.analyses import kept_ready, why_run
 from otelcar.cli import cli
-from otelcar.live.kept import fingerprint, step_list
+from otelcar.live.kept import fingerprint
 from otelcar.mcp.runs import RunContext
 from otelcar.outcome import outcome_from_config
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ProjectConfig
 from otelcar.replay import Environment, Plan, Resample, run_plan
+from otelcar.report.notes import step_list, worded
 from otelcar.store.live_requests import FOLDER, LiveRequestStore
 from otelcar.sync import run_sync
 from tests.conftest import ROOT
@@ -56,6 +57,7 @@ def test_kept_requests_are_read_back_as_they_were_written(tmp_path: Path) -> Non
     assert kept.path == tmp_path / FOLDER / f"{TRACE}.json"
     assert [p.name for p in kept.path.parent.iterdir()] == [kept.path.name]  # no partial left
     read, notes = store.load(TRACE)
+    notes = worded(notes)
     assert notes == [] and read is not None
     assert read.steps == STEPS  # step numbers are ints again
     assert (read.command, read.captured_at, read.trace_id) == (
@@ -113,6 +115,7 @@ def test_a_damaged_or_hostile_file_is_a_warning_never_an_error(
     path = store.save(TRACE, STEPS, command="python agent.py").path
     path.write_text(damage(json.loads(path.read_text())), encoding="utf-8")
     kept, notes = store.load(TRACE)
+    notes = worded(notes)
     assert kept is None
     assert len(notes) == 1 and notes[0].startswith("warning:"), notes
     assert why in notes[0] and str(path) in notes[0]
@@ -125,10 +128,12 @@ def test_an_oversized_or_unreadable_file_is_a_warning(
     path = store.save(TRACE, STEPS, command="python agent.py").path
     monkeypatch.setattr("otelcar.store.live_requests.MAX_BYTES", 10)
     kept, notes = store.load(TRACE)
+    notes = worded(notes)
     assert kept is None and "over 10" in notes[0]
     monkeypatch.undo()
     path.write_bytes(b"\xff\xfe{")
     kept, notes = store.load(TRACE)
+    notes = worded(notes)
     assert kept is None and "not readable JSON" in notes[0]
 
 
@@ -139,6 +144,7 @@ def test_no_trace_id_names_a_file_outside_the_folder(tmp_path: Path, trace_id: s
     assert path.parent == store.folder and path.name.startswith("sha256-")
     store.save(trace_id, STEPS, command="python agent.py")
     kept, notes = store.load(trace_id)
+    notes = worded(notes)
     assert notes == [] and kept is not None and kept.trace_id == trace_id
     assert [p.parent for p in (tmp_path / "store").rglob("*.json")] == [store.folder]
     # another id whose digest would differ never reads it
@@ -240,6 +246,7 @@ def _keep(cleanup: Recorded, store: Path) -> None:
     config, _ = _config(store)
     config.agent_command = AgentCommand.parse(_agent_line(), cwd=ROOT)
     check, _, notes = run_sync(live_check(cleanup.run(), config, seed=0))
+    notes = worded(notes)
     assert check.reproduced and any("kept in" in n for n in notes), notes
 
 
@@ -252,7 +259,7 @@ def test_why_without_the_agent_re_decides_with_its_kept_requests(
     act = run.decisions[2].step
     config, policy = _config(store)
     result = run_sync(why_run(run, config, step=act, seed=1, samples=4))
-    assert any("read from the live agent" in n for n in result.notes), result.notes
+    assert any("read from the live agent" in n for n in worded(result.notes)), worded(result.notes)
     acting = [r for r in policy.requests if r.step == act]
     assert acting and all(
         [t["name"] for t in r.tools or ()] == ["delete_file", "keep_file"]
@@ -263,6 +270,7 @@ def test_why_without_the_agent_re_decides_with_its_kept_requests(
     # without the store's requests, the rebuilt agent offers only the tool it called there
     config.live_requests = LiveRequestStore(tmp_path / "empty")
     ready, notes = kept_ready(run, config)
+    notes = worded(notes)
     assert notes == [] and ready is run
     seeing = Seeing("cleanup")
     registry = PolicyRegistry().register("llm", seeing)
@@ -291,6 +299,7 @@ def test_kept_requests_that_no_longer_fit_the_trace_are_left_out(
 
     config, _ = _config(store)
     ready, notes = kept_ready(run, config)
+    notes = worded(notes)
     stale = [n for n in notes if "no longer fit" in n]
     assert len(stale) == 1 and stale[0].startswith("warning:")
     assert step_list([act, 999]) in stale[0]

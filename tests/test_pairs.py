@@ -25,6 +25,7 @@ from otelcar.attribution.pairs import (
 )
 from otelcar.outcome import FunctionOutcome, ToolCalled
 from otelcar.replay import Budget, load_run
+from otelcar.report.notes import worded
 from otelcar.sync import run_sync
 from otelcar.testing import scenarios as synthetic
 from tests.conftest import NEW_CONTENT, OTLP
@@ -74,7 +75,9 @@ def test_a_fix_that_passed_nothing_gives_no_pair():
     result = fix(run, registry=registry(null_agent(0.8)), step=4, seed=0).to_dict()
     assert not any(c["verdict"] == "PASS" for c in result["candidates"])
     made = fix_pairs(run, result)
-    assert made.pairs == () and made.notes == ("no fix of step 4 passed: nothing to learn from",)
+    assert made.pairs == () and worded(made.notes) == [
+        "no fix of step 4 passed: nothing to learn from"
+    ]
 
 
 def test_a_passing_fix_without_its_good_action_gives_a_note_and_a_forced_one_its_action():
@@ -96,7 +99,7 @@ def test_a_passing_fix_without_its_good_action_gives_a_note_and_a_forced_one_its
     assert pair.evidence["fix"] == result["best"] and pair.chosen.tool_calls[0].name == (
         "escalate_to_manager"
     )
-    assert any("one pair for both" in note for note in made.notes)
+    assert any("one pair for both" in note for note in worded(made.notes))
     for candidate in result["candidates"]:  # as an earlier otelcar wrote them
         if candidate["decision"] is not None:
             del candidate["decision"]["alternative_action"]
@@ -104,8 +107,8 @@ def test_a_passing_fix_without_its_good_action_gives_a_note_and_a_forced_one_its
     (forced,) = older.pairs  # the forced fix's own action, from its plan
     assert forced.evidence["fix"] == "forced" and forced.evidence["forward"]["verdict"] == "PASS"
     assert forced.chosen.tool_calls[0].name == "escalate_to_manager"
-    assert any("'untrusted' passed but gives no good action" in n for n in older.notes)
-    assert all("run `otelcar fix` again" in n for n in older.notes if "no good action" in n)
+    assert any("'untrusted' passed but gives no good action" in n for n in worded(older.notes))
+    assert all("run `otelcar fix` again" in n for n in worded(older.notes) if "no good action" in n)
 
 
 def _attribution(step: int = 4, **extra) -> dict:
@@ -163,7 +166,7 @@ def test_an_attribution_culprit_gives_pairs_only_on_fresh_significant_evidence(t
                 run, claim, registry=config.registry, outcome=ToolCalled("issue_refund")
             )
         )
-        assert skipped.pairs == () and why in skipped.notes[0] and skipped.cost == {}
+        assert skipped.pairs == () and why in worded(skipped.notes)[0] and skipped.cost == {}
 
 
 def _attributed(scenario: synthetic.Scenario, seed: int = 1):
@@ -218,7 +221,7 @@ def test_a_budget_bounds_the_fresh_rollouts_and_cuts_both_arms():
         )
     )
     assert made.cost["llm_calls"] == 40
-    redecided, held = (n for n in made.notes if "budget ran out" in n)
+    redecided, held = (n for n in worded(made.notes) if "budget ran out" in n)
     assert "re-deciding" in redecided and "holding" in held
     assert "16 of 16" not in held  # the held arm was not starved by the other one
     for pair in made.pairs:
@@ -252,7 +255,7 @@ def test_an_action_that_does_not_help_on_fresh_rollouts_gives_no_pair():
             attribution_pairs_async(run, wrong, registry=registry, outcome=outcome, seed=seed)
         )
         assert refuted.pairs == (), refuted.pairs[0].evidence
-        (note,) = refuted.notes
+        (note,) = worded(refuted.notes)
         assert "failed significantly less often" in note and '"v": "b"' in note
         assert refuted.cost["rollouts_run"] == 32
 
@@ -261,7 +264,7 @@ def test_an_attribution_without_a_culprit_gives_no_pair_and_spends_nothing():
     run, registry, outcome, result = _attributed(synthetic.null_case(5), seed=3)
     assert result["verdict"] == "locked-in"
     made = export_pairs(run, result=result, registry=registry, outcome=outcome)
-    assert made.pairs == () and made.cost == {} and "no culprit" in made.notes[0]
+    assert made.pairs == () and made.cost == {} and "no culprit" in worded(made.notes)[0]
     assert export_pairs(run, result=result).notes == made.notes  # no policy needed for that
 
 

@@ -19,6 +19,7 @@ from otelcar.messages import Message, ToolCall
 from otelcar.project_config import load_config
 from otelcar.readers import read_otlp
 from otelcar.replay.recorded import load_run
+from otelcar.report.notes import policy_reason
 from otelcar.report.prose import document, headline
 from otelcar.sync import run_sync
 from tests.conftest import NEW_CONTENT, OTLP
@@ -100,7 +101,9 @@ def test_an_unfaithful_policy_is_caught_where_it_differs(tmp_path, run):
     assert check.to_dict()["unfaithful_steps"] == [refund.step, answer.step]
     assert "counterfactuals there may describe another agent" in headline(check)
     # the reason is what differs: the trace (openai-v2) recorded no tool definitions
-    assert "tools inferred (the trace records no tool definitions" in refund.reason()
+    assert "tools inferred (the trace records no tool definitions" in policy_reason(
+        refund.differences
+    )
     again = run_sync(check_policy(run, registry=registry, samples=20, seed=1))
     assert again.to_dict() == check.to_dict()  # seeded
 

@@ -21,6 +21,7 @@ from otelcar.policies.registry import PolicyRegistry
 from otelcar.project_config import ConfigError, parse_config
 from otelcar.replay import Environment, Plan, Resample, check_fidelity, replay
 from otelcar.replay.requests import AgentDeclaration, RequestError
+from otelcar.report.notes import word, worded
 from tests.helpers.workspace import (
     DEFINITIONS,
     tool_call,
@@ -75,8 +76,9 @@ def test_omitted_definitions_in_a_workflow_offer_each_decision_what_it_called() 
     names = [[t["name"] for t in spec.tools.value] for spec in requests.decisions]
     assert names == [["list_files"], ["file_info"], ["delete_file"], []]
     assert all(spec.tools.source == "inferred" for spec in requests.decisions)
-    summary = requests.summary()
-    assert summary is not None
+    inferred = requests.note()
+    assert inferred is not None
+    summary = word(inferred)
     assert "structure workflow" in summary and "tools at steps" in summary
     assert "otelcar init" in summary
     # the inferred schema carries no enum: only the recorded call's argument types
@@ -140,7 +142,8 @@ def test_recorded_definitions_are_recorded_and_the_empty_list_offers_none() -> N
     assert workspace_run(workflow=False, recorded_tools=True).requests.structure.value == "workflow"
     delete = requests.decisions[2].tools.value[0]
     assert delete["parameters"]["properties"]["name"]["enum"] == ["tmp.log", "q3.xlsx"]
-    summary = requests.summary() or ""
+    inferred = requests.note()
+    summary = "" if inferred is None else word(inferred)
     assert "; tools at" not in summary and ": tools at" not in summary  # tools all recorded
 
 
@@ -168,7 +171,7 @@ def test_a_declaration_settles_every_part_and_the_request_carries_it() -> None:
     assert [spec.tools.source for spec in requests.decisions] == ["declared"] * 4
     assert requests.decisions[1].tool_choice.value == "auto"
     assert requests.decisions[2].tool_choice.value == "required"
-    assert requests.summary() is None  # nothing left to infer
+    assert requests.note() is None  # nothing left to infer
     policy = Recording()
     asyncio.run(replay(run, _resample(steps[2]), _env(policy)))
     first = policy.requests[0]
@@ -211,7 +214,7 @@ def test_otelcar_toml_agent_section() -> None:
 def test_the_fidelity_report_says_what_is_inferred() -> None:
     report = check_fidelity(workspace_run())
     assert report.reproducible
-    assert any("partly inferred" in note for note in report.notes)
+    assert any("partly inferred" in note for note in worded(report.notes))
     assert report.requests["structure"]["value"] == "workflow"
     keys = [d["key"] for d in report.requests["decisions"]]
     assert keys == ["scripted#1", "scripted#2", "scripted#3", "scripted#4"]

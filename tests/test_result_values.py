@@ -1,6 +1,7 @@
-"""Finished results are values and carry no prose (issue 38): ``to_dict()`` is data,
-``report`` words the headline (``document(result)`` is what every front end writes), and a
-result's sequences cannot be changed after it is made."""
+"""Finished results are values and carry no prose (issue 38): ``to_dict()`` is data (its
+notes are kinds and facts), ``report`` words the headline and the notes
+(``document(result)`` is what every front end writes), and a result's sequences cannot be
+changed after it is made."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import otelcar
 from otelcar.attribution.aggregate import aggregate, attribute_traces
+from otelcar.report.notes import worded
 from otelcar.report.prose import document, headline
 from otelcar.testing import build, single_culprit
 from tests.helpers.schemas import validator
@@ -50,7 +52,11 @@ def test_a_result_holds_data_and_report_words_its_headline(results: dict[str, An
     assert "headline" not in data
     written = document(result)
     assert written["headline"] == headline(result) and written["headline"]
-    assert _without_headlines(written) == _without_headlines(data)  # the same data, worded
+    assert all(set(n) >= {"kind"} for n in data["notes"])  # notes as data: kind and facts
+    assert written["notes"] == worded(result.notes)  # ... worded by report
+    assert all(isinstance(n, str) for n in written["notes"])
+    worded_data = {**data, "notes": written["notes"]}
+    assert _without_headlines(written) == _without_headlines(worded_data)  # the same data
     if kind == "attribution":  # its policy check is worded too, and holds no words itself
         assert "headline" not in data["policy_check"] and written["policy_check"]["headline"]
     validator(f"{kind}.schema.json").validate(written)

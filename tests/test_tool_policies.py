@@ -30,6 +30,7 @@ from otelcar.policies.python import CallableToolPolicy, KeywordToolPolicy
 from otelcar.project_config import ConfigError, ProjectConfig, parse_config
 from otelcar.replay import Environment, Plan, Resample, load_run, run_plan
 from otelcar.replay.engine import RolloutSet
+from otelcar.report.notes import worded
 from otelcar.testing import TRACE_ID, Turn, conversation_steps
 from otelcar.usercode import call_user
 
@@ -237,7 +238,7 @@ def test_an_undeclared_live_tool_runs_once_per_distinct_call(tools: ModuleType):
     policy = tool_policy(config, "delete_file")
     assert (policy.ran, policy.reused) == (1, 15)
     (note,) = policy.notes()
-    assert config.registry.notes() == [note]  # what attribute and fix add to their notes
+    assert worded(config.registry.notes()) == [note]  # what attribute and fix add to their notes
     assert "side effects undeclared" in note and "identical calls reuse its result" in note
     assert "side_effects = 'none' | 'sandboxed' | 'allowed'" in note
 

@@ -38,6 +38,7 @@ from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy
 from otelcar.replay import Budget, load_run
+from otelcar.report.notes import worded
 from otelcar.report.prose import document, headline
 from tests.conftest import NEW_CONTENT, OTLP
 from tests.helpers.refund_scenario import (
@@ -193,7 +194,7 @@ def test_intermittent_decision_is_still_attributed():
     result = why(run_of(), step=4, registry=registry(p=0.4), seed=2)
     assert result.intermittent and result.base_n >= 30
     assert result.headline.text == PLANT
-    assert any("intermittent" in note for note in result.notes)
+    assert any("intermittent" in note for note in worded(result.notes))
 
 
 def test_redundant_copies_are_found_only_jointly():
@@ -523,7 +524,7 @@ def test_why_tells_a_harmful_call_from_a_good_one_of_the_same_tool():
     assert found.same == "calls issue_refund(amount=450.0)"
     coarse = why(run_of(), step=4, registry=registry(decide), outcome=outcome, same="tool", seed=1)
     assert coarse.verdict != "cause"
-    (note,) = [n for n in coarse.notes if "--same tool" in n]
+    (note,) = [n for n in worded(coarse.notes) if "--same tool" in n]
     assert "--same outcome or tool+args tells them apart" in note and '"amount": 45.0' in note
 
 
@@ -624,7 +625,7 @@ def test_why_refuses_when_errored_re_decisions_could_change_its_answer():
     assert result.verdict == "cause" and PLANT in result.headline.text
     lost = [t for t in result.tests if t.lost]
     assert lost and all(not t.confirmed for t in lost)
-    assert any("left out of the counts" in note for note in result.notes)
+    assert any("left out of the counts" in note for note in worded(result.notes))
     assert result.to_dict()["tests"][result.tests.index(lost[0])]["lost"]["arm"] == lost[0].lost
 
 

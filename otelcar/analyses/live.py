@@ -10,31 +10,30 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from otelcar.live.check import LiveCheck
+    from otelcar.notes import Note
     from otelcar.project_config import ProjectConfig
     from otelcar.replay import RecordedRun
 
 
 async def live_ready(
     run: RecordedRun, config: ProjectConfig, *, seed: int
-) -> tuple[RecordedRun, list[str]]:
+) -> tuple[RecordedRun, list[Note]]:
     """With an agent command (``[agent] command`` or ``--agent``): the live fidelity check
     (:func:`live_check`, refused with :class:`~otelcar.live.check.LiveReplayError` unless
     the agent reproduces the recorded run), and the run with the requests the agent made
-    (source ``live``), with the check's headline and what is read from the agent for the
-    result's notes. Without one: the run with the requests a live check kept for it
-    (:func:`kept_ready`), else ``run`` as it is."""
+    (source ``live``), with the check (its ``live_reproduced`` note) and what is read from
+    the agent for the result's notes. Without one: the run with the requests a live check
+    kept for it (:func:`kept_ready`), else ``run`` as it is."""
     if config.agent_command is None:
         return kept_ready(run, config)
-    from otelcar.report.prose import headline
-
     check, ready, notes = await live_check(run, config, seed=seed)
     check.require()
-    return ready, [headline(check), *notes]
+    return ready, [check.reproduced_note(), *notes]
 
 
 async def live_check(
     run: RecordedRun, config: ProjectConfig, *, seed: int
-) -> tuple[LiveCheck, RecordedRun, list[str]]:
+) -> tuple[LiveCheck, RecordedRun, list[Note]]:
     """The live fidelity check of ``run`` on ``config``'s agent command
     (:func:`otelcar.live.check.check_live`). When the agent reproduces the run: its requests
     are kept in the store (``config.live_requests``) for later runs without an agent
@@ -43,6 +42,7 @@ async def live_check(
     run, [])``."""
     from otelcar.live.check import check_live
     from otelcar.live.kept import read_note, to_keep
+    from otelcar.notes import note
     from otelcar.replay import Environment, load_run
 
     assert config.agent_command is not None
@@ -57,24 +57,24 @@ async def live_check(
         return check, run, []
     ready = load_run(run.trace_id, run.steps, config.agent, live=check.captured)
     ready.process = check.process  # what an outcome on the process reads for the recorded run
-    read = read_note(ready.requests, command=check.command)
-    where, notes = "", []
+    saved_to, notes = None, []
     store = config.live_requests
     if store is not None and check.captured:
         try:
             kept = store.save(run.trace_id, to_keep(run, check.captured), command=check.command)
         except (OSError, ValueError) as exc:
-            notes.append(f"warning: the live agent's requests could not be kept: {exc}")
+            notes.append(note("live_not_kept", error=str(exc)))
         else:
-            where = f"kept in {kept.path} for later runs without --agent"
+            saved_to = str(kept.path)
+    read = read_note(ready.requests, command=check.command, saved_to=saved_to)
     if read is not None:
-        notes.insert(0, f"{read}; {where}" if where else read)
-    elif where:  # every part is declared in [agent], which comes before the agent's
-        notes.insert(0, f"the live agent's requests are {where}")
+        notes.insert(0, read)
+    elif saved_to is not None:  # every part is declared in [agent], before the agent's
+        notes.insert(0, note("live_kept", path=saved_to))
     return check, ready, notes
 
 
-def kept_ready(run: RecordedRun, config: ProjectConfig) -> tuple[RecordedRun, list[str]]:
+def kept_ready(run: RecordedRun, config: ProjectConfig) -> tuple[RecordedRun, list[Note]]:
     """``run`` with the requests a passing live check kept for its trace
     (``config.live_requests``, :mod:`otelcar.store.live_requests`) as source ``live``, and
     notes saying which parts of which steps are read from the agent, with its command and
@@ -94,12 +94,14 @@ def kept_ready(run: RecordedRun, config: ProjectConfig) -> tuple[RecordedRun, li
     if not live:
         return run, notes
     ready = load_run(run.trace_id, run.steps, config.agent, live=live, live_rollouts=False)
-    read = read_note(ready.requests, command=kept.command, captured_at=kept.captured_at)
+    read = read_note(
+        ready.requests,
+        command=kept.command,
+        captured_at=kept.captured_at,
+        loaded_from=str(kept.path),
+    )
     if read is not None:
-        notes.append(
-            f"{read}, kept in {kept.path} (delete the file to forget them; --agent CMD "
-            "captures them anew)"
-        )
+        notes.append(read)
     return ready, notes
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from otelcar.analyses.live import live_prepared, live_ready, live_rollouts
 from otelcar.analyses.options import Request
 from otelcar.analyses.requests import POLICY_CHECK_SAMPLES
+from otelcar.notes import Note
 from otelcar.replay import Budget
 
 
@@ -27,7 +28,7 @@ class _Noted(Protocol):
     """An analysis's result: a frozen dataclass that carries notes."""
 
     @property
-    def notes(self) -> tuple[str, ...]: ...
+    def notes(self) -> tuple[Note, ...]: ...
 
 
 Analysed = TypeVar("Analysed", bound=_Noted)

@@ -54,6 +54,7 @@ from otelcar.attribution.steps.attribute import attribute_async
 from otelcar.attribution.steps.result import AttributionResult
 from otelcar.errors import OtelcarError
 from otelcar.executors import Executor, WorkerLost, current_executor, use_executor
+from otelcar.notes import Note, note
 from otelcar.outcome import Outcome, judges_process
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.requests import AgentDeclaration
@@ -380,7 +381,7 @@ class AggregateResult:
     steps: tuple[StepStats, ...]
     service: str | None = None
     since: str | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
     def __post_init__(self) -> None:
         freeze_sequences(self)
@@ -430,7 +431,7 @@ class AggregateResult:
             "steps": [s.to_dict() for s in self.steps],
             "traces": [t.to_dict() for t in self.traces],
             "cost": self.cost(),
-            "notes": list(self.notes),
+            "notes": [n.to_dict() for n in self.notes],
         }
 
 
@@ -501,13 +502,10 @@ def aggregate(
     )
     notes = []
     if n and len(with_culprit) < n:
-        notes.append(
-            f"{n - len(with_culprit)} of {n} attributed traces had no culprit "
-            "(locked-in or undecided): they count in the shares' denominator only"
-        )
+        notes.append(note("aggregate_no_culprit", without=n - len(with_culprit), traces=n))
     agents = {i.split(" · ", 1)[0] for i in identities}
     if len(agents) > 1:
-        notes.append(f"the traces involve {len(agents)} agents: {', '.join(sorted(agents))}")
+        notes.append(note("aggregate_agents", agents=sorted(agents)))
     return AggregateResult(
         confidence=confidence,
         traces=list(verdicts),

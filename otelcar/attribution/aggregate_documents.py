@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict, get_args
 
+from otelcar.notes import NoteData
 from otelcar.typeschema import Doc, Pair
 
 AggregateVersion = Literal[1]
@@ -75,4 +76,4 @@ class AggregateDocument(TypedDict):
     steps: list[StepStatsDocument]
     traces: list[TraceVerdictDocument]
     cost: dict[str, Any]
-    notes: list[str]
+    notes: list[NoteData]

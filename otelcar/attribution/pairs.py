@@ -49,6 +49,7 @@ from otelcar.attribution.stats import fisher_exact_greater, holm
 from otelcar.attribution.steps.curve import curve_plans
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message, describe_action
+from otelcar.notes import Note, note
 from otelcar.outcome import Outcome
 from otelcar.policies.openai_compat import to_openai_messages, to_openai_tools
 from otelcar.policies.registry import PolicyRegistry
@@ -121,7 +122,7 @@ class PairsResult:
     """The pairs made from one result, what kept others from being made, what it cost."""
 
     pairs: tuple[PreferencePair, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     cost: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -177,12 +178,12 @@ def _pair(
     )
 
 
-def _usable(decision: RecordedDecision) -> str | None:
+def _usable(decision: RecordedDecision) -> Note | None:
     """Why no pair can be made at ``decision`` (None: one can)."""
     if decision.context is None:
-        return f"step {decision.step}: its context was not captured"
+        return note("pairs_not_captured", step=decision.step, part="context")
     if decision.action is None:
-        return f"step {decision.step}: its recorded action was not captured"
+        return note("pairs_not_captured", step=decision.step, part="recorded action")
     return None
 
 
@@ -190,7 +191,7 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
     """The pairs of a ``fix`` result: one per PASS candidate with a good action (see the
     module docstring); the recorded run gives the context and the rejected action."""
     pairs: list[PreferencePair] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     decision = _decision(run, fix.get("step"), "fix result")
     if (why := _usable(decision)) is not None:
         notes.append(why)
@@ -204,21 +205,13 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
         chosen = _chosen_of(candidate)
         if chosen is None:
             older = "alternative_action" not in (candidate.get("decision") or {})
-            why = (
-                "its result has no alternative_action (written by an earlier otelcar: run "
-                "`otelcar fix` again)"
-                if older
-                else "none of its good re-decisions took an action"
-            )
-            notes.append(f"fix '{name}' passed but gives no good action to learn from: {why}")
+            notes.append(note("pairs_fix_no_action", fix=name, older=older))
             continue
         if same_action(chosen, decision.action):  # type: ignore[arg-type]
-            notes.append(f"fix '{name}': its good action is the recorded one; no pair")
+            notes.append(note("pairs_fix_recorded", fix=name))
             continue
         if (made := next((n for n, a in seen if same_action(chosen, a)), None)) is not None:
-            notes.append(
-                f"fix '{name}' passed with the good action of fix '{made}': one pair for both"
-            )
+            notes.append(note("pairs_fix_same", fix=name, same_as=made))
             continue
         seen.append((name, chosen))
         evidence = {
@@ -234,7 +227,7 @@ def fix_pairs(run: RecordedRun, fix: Mapping[str, Any]) -> PairsResult:
         }
         pairs.append(_pair(run, decision, chosen, evidence))
     if not pairs and not notes:
-        notes.append(f"no fix of step {decision.step} passed: nothing to learn from")
+        notes.append(note("pairs_no_fix_passed", step=decision.step))
     return PairsResult(pairs, notes)
 
 
@@ -317,35 +310,31 @@ async def _fresh_rollouts(
     return fresh, held
 
 
-def _lost(judged: JudgedRollouts) -> str | None:
+def _lost(judged: JudgedRollouts) -> dict[str, int] | None:
     """Why some rollouts were left out of the counts (None: none was)."""
     lost = [r for r, failed in judged if failed is None]
     if not lost:
         return None
     budget = sum(r.status == "budget" for r in lost)
     failed = sum(r.status == "failed" for r in lost)
-    counts = {
-        "stopped when the budget ran out": budget,
+    return {
+        "lost": len(lost),
+        "of": len(judged),
+        "budget": budget,
         "failed": failed,
-        "were not judged": len(lost) - budget - failed,
+        "unjudged": len(lost) - budget - failed,
     }
-    why = [f"{n} {what}" for what, n in counts.items() if n]
-    return f"{len(lost)} of {len(judged)} were left out ({', '.join(why)})"
 
 
-def _no_claim(attribution: Mapping[str, Any]) -> str | None:
+def _no_claim(attribution: Mapping[str, Any]) -> Note | None:
     """Why ``attribution`` makes no claim pairs can test (None: it does)."""
     if attribution.get("verdict") != "culprit" or attribution.get("culprit") is None:
-        return f"attribution verdict {attribution.get('verdict')!r}: no culprit, no pair"
+        return note("pairs_no_culprit", verdict=attribution.get("verdict"))
     if attribution.get("question", "failure") != "failure":
-        return (
-            "a credit attribution (a passing run): its step secured the success, so its "
-            "recorded action is not one to reject; no pair"
-        )
+        return note("pairs_credit")
     refuted = [r for r in attribution.get("refutations") or [] if not r.get("passed")]
     if refuted:
-        names = ", ".join(str(r.get("name")) for r in refuted)
-        return f"the culprit failed its refutation ({names}): no pair"
+        return note("pairs_refuted", checks=[str(r.get("name")) for r in refuted])
     return None
 
 
@@ -366,7 +355,7 @@ async def attribution_pairs_async(
     ``seed``: the user's seed (the rollouts draw with its ``pairs`` stage). A result with no
     culprit, a refuted one or a credit question gives no pair, a note and no cost."""
     pairs: list[PreferencePair] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     if (why := _no_claim(attribution)) is not None:
         notes.append(why)
         return PairsResult(pairs, notes)
@@ -387,7 +376,7 @@ async def attribution_pairs_async(
     cost = env.accounting.to_dict()  # the calls spent
     for arm, done in (("re-deciding", fresh), ("holding", held)):
         if (lost := _lost(done)) is not None:
-            notes.append(f"of the fresh rollouts {arm} step {decision.step}, {lost}")
+            notes.append(note("pairs_rollouts_lost", arm=arm, step=decision.step, **lost))
     rejected = _ActionArm(action=recorded)
     for r, failed in held:
         rejected.add(r, failed, recorded)
@@ -400,9 +389,7 @@ async def attribution_pairs_async(
         arm.add(r, failed, action)
     tested = [arm for arm in others if arm.n]
     if not tested:
-        notes.append(
-            f"no other action at step {decision.step} in {rollouts} fresh rollouts: no pair"
-        )
+        notes.append(note("pairs_no_other_action", step=decision.step, rollouts=rollouts))
         return PairsResult(pairs, notes, cost)
     p_values = [fisher_exact_greater(rejected.failed, rejected.n, a.failed, a.n) for a in tested]
     evidence = _attribution_evidence(attribution, decision.step)
@@ -421,17 +408,20 @@ async def attribution_pairs_async(
         }
         pairs.append(_pair(run, decision, arm.passing, {**evidence, "fresh": fresh_evidence}))
     if pairs and evidence["policy_unfaithful"]:
-        notes.append(
-            f"the resample policy rarely reproduces the recorded action at step "
-            f"{decision.step} (the attribution's policy check): the chosen actions are what "
-            "it does there, which the recorded agent may not"
-        )
+        notes.append(note("pairs_policy_unfaithful", step=decision.step))
     if not pairs:
-        shown = "; ".join(f"{describe_action(a.action)}: {a.failed}/{a.n} failed" for a in tested)
+        shown = [
+            {"action": describe_action(a.action), "failed": a.failed, "n": a.n} for a in tested
+        ]
         notes.append(
-            f"no other action at step {decision.step} failed significantly less often than "
-            f"the recorded one ({rejected.failed}/{rejected.n} failed) on fresh rollouts "
-            f"(Holm-adjusted Fisher, alpha {alpha}), or it never passed: {shown}"
+            note(
+                "pairs_none_better",
+                step=decision.step,
+                failed=rejected.failed,
+                n=rejected.n,
+                alpha=alpha,
+                tested=shown,
+            )
         )
     return PairsResult(pairs, notes, cost)
 

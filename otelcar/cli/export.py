@@ -91,6 +91,7 @@ def pairs_command(
     from otelcar.analyses import pairs_run
     from otelcar.attribution.pairs import needs_rollouts, result_of
     from otelcar.cost import policy_calls_text
+    from otelcar.report.notes import worded
     from otelcar.sync import run_sync
 
     request = PairsRequest(**options)
@@ -130,7 +131,7 @@ def pairs_command(
             spent[key] = spent.get(key, 0) + value
         lines.extend(pair.to_line(fmt) for pair in made.pairs)
         err.print(f"{path}: {_count(len(made.pairs))}", highlight=False, markup=False)
-        for note in made.notes:
+        for note in worded(made.notes):
             err.print(f"  note: {note}", style="yellow", highlight=False, markup=False)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if str(output) == "-":

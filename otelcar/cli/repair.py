@@ -25,6 +25,7 @@ from otelcar.cli.options import (
     source_option,
 )
 from otelcar.cost import policy_calls_text
+from otelcar.report.notes import worded
 
 if TYPE_CHECKING:  # keep `otelcar --version` fast: the library loads when a command runs
     from otelcar.attribution.context.result import WhyResult
@@ -145,7 +146,7 @@ def render_why(console: Console, result: WhyResult) -> None:
         console.print(table)
     if result.untested:
         console.print(f"untested pieces: {', '.join(result.untested)}", highlight=False)
-    for note in result.notes:
+    for note in worded(result.notes):
         console.print(f"note: {note}", style="yellow", highlight=False)
     cost = result.cost
     console.print(
@@ -183,7 +184,7 @@ def render_fix(console: Console, result: FixResult) -> None:
             (d.alternative if d else None) or "-",
         )
     console.print(table)
-    for note in result.notes:
+    for note in worded(result.notes):
         console.print(f"note: {note}", style="yellow", highlight=False)
     console.print(
         f"PASS: bad-decision rate significantly lower (Fisher, Holm, alpha {result.alpha}) "

@@ -102,7 +102,7 @@ def replay_command(
     from otelcar.report.prose import document as result_document
 
     if as_json:
-        document = report.to_dict()
+        document = result_document(report)
         if check is not None:
             document["policy_check"] = result_document(check)
         if live is not None:
@@ -111,7 +111,7 @@ def replay_command(
     else:
         from otelcar.render import fidelity_table, live_check_table, policy_check_table
 
-        console().print(fidelity_table(report))
+        console().print(fidelity_table(result_document(report)))
         if check is not None:
             console().print(policy_check_table(result_document(check)))
         if live is not None:
@@ -191,10 +191,11 @@ def rollout_command(
     settings = config.replay
     count = request.rollouts if request.rollouts is not None else settings.rollouts
     from otelcar.analyses import live_ready, live_rollouts
+    from otelcar.report.notes import worded
     from otelcar.sync import run_sync
 
     run, live_notes = run_sync(live_ready(run, config, seed=settings.seed_or(seed)))
-    for line in live_notes:
+    for line in worded(live_notes):
         console(stderr=True).print(line, markup=False, highlight=False)
     with (
         executor_for(settings, executor, ray_address),

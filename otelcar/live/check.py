@@ -19,6 +19,7 @@ from typing import Any
 from otelcar.errors import OtelcarError
 from otelcar.live.agent import AgentCommand
 from otelcar.live.executor import LiveExecutor
+from otelcar.notes import Note, note
 from otelcar.outcome import Outcome, judges_process
 from otelcar.replay.harness import Environment
 from otelcar.replay.plan import Plan
@@ -82,6 +83,19 @@ class LiveCheck:
             and all(r.made and not r.differs for r in self.requests)
             and self.made == len(self.requests)
             and self.recorded_failed == self.replayed_failed
+        )
+
+    def reproduced_note(self) -> Note:
+        """The ``live_reproduced`` note a result made on the agent carries: the check that
+        made its rollouts' environment (worded as the check's headline)."""
+        return note(
+            "live_reproduced",
+            trace_id=self.trace_id,
+            command=self.command,
+            requests=len(self.requests),
+            judged_on=self.judged_on,
+            returncode=getattr(self.process, "returncode", None),
+            replayed_failed=self.replayed_failed,
         )
 
     def first_difference(self) -> str | None:

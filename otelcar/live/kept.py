@@ -6,16 +6,17 @@ the steps of :class:`~otelcar.store.live_requests.LiveRequestStore`, each with t
 decision's key and a fingerprint of its recorded context and action; :func:`fitting` reads
 them back for a later run of the same trace, leaving out every step whose recorded decision
 is no longer the one the agent reproduced (the trace re-imported with other content), and
-:func:`read_note` says in one line which parts of which steps come from the agent.
+:func:`read_note` notes which parts of which steps come from the agent.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from otelcar.notes import Note, note
 from otelcar.replay.requests import decision_keys
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def to_keep(
     return out
 
 
-def fitting(run: RecordedRun, kept: KeptRequests) -> tuple[dict[int, dict[str, Any]], list[str]]:
+def fitting(run: RecordedRun, kept: KeptRequests) -> tuple[dict[int, dict[str, Any]], list[Note]]:
     """``(live, notes)``: the kept requests whose recorded decision is still the one the
     agent reproduced, by step, as :func:`otelcar.replay.load_run` takes them (``live=``); a
     note naming the steps left out, when any is."""
@@ -82,18 +83,29 @@ def fitting(run: RecordedRun, kept: KeptRequests) -> tuple[dict[int, dict[str, A
     notes = []
     if stale:
         notes.append(
-            f"warning: the live requests kept for {step_list(stale)} (captured "
-            f"{kept.captured_at} with `{kept.command}`) no longer fit trace {run.trace_id}: "
-            "its recorded decisions there differ (re-imported with other content?), so they "
-            "are ignored; run with --agent CMD again to capture them anew"
+            note(
+                "live_kept_stale",
+                steps=stale,
+                captured_at=kept.captured_at,
+                command=kept.command,
+                trace_id=run.trace_id,
+            )
         )
     return live, notes
 
 
-def read_note(requests: RunRequests, *, command: str, captured_at: str | None = None) -> str | None:
-    """One line saying which parts of which steps' requests are read from the live agent
-    (source ``live`` in ``requests``), with its command and, for kept requests, when they
-    were captured; ``None`` when no part is."""
+def read_note(
+    requests: RunRequests,
+    *,
+    command: str,
+    captured_at: str | None = None,
+    saved_to: str | None = None,
+    loaded_from: str | None = None,
+) -> Note | None:
+    """The ``live_read`` note: which parts of which steps' requests are read from the live
+    agent (source ``live`` in ``requests``), with its command, when kept requests were
+    captured, and where they were kept (``saved_to``) or read from (``loaded_from``);
+    ``None`` when no part is."""
     by_steps: dict[tuple[int, ...], list[str]] = {}
     for part in PARTS:
         steps = tuple(
@@ -105,30 +117,12 @@ def read_note(requests: RunRequests, *, command: str, captured_at: str | None = 
             by_steps.setdefault(steps, []).append(part)
     if not by_steps:
         return None
-    names = {"tools": "tools", "tool_choice": "tool choice", "params": "parameters"}
-    clauses = [
-        f"{_and([names[p] for p in parts])} of {step_list(steps)}"
-        for steps, parts in by_steps.items()
-    ]
-    when = f", captured {captured_at}" if captured_at else ""
-    return f"{'; '.join(clauses)} read from the live agent (`{command}`{when})"
-
-
-def step_list(steps: Sequence[int]) -> str:
-    """``step 3``; ``steps 1–4, 7``: runs of consecutive steps as ranges."""
-    ordered = sorted(set(steps))
-    runs: list[list[int]] = []
-    for step in ordered:
-        if runs and step == runs[-1][-1] + 1:
-            runs[-1].append(step)
-        else:
-            runs.append([step])
-    text = ", ".join(
-        str(r[0]) if len(r) == 1 else f"{r[0]}, {r[1]}" if len(r) == 2 else f"{r[0]}–{r[-1]}"
-        for r in runs
+    groups = [{"parts": parts, "steps": list(steps)} for steps, parts in by_steps.items()]
+    return note(
+        "live_read",
+        groups=groups,
+        command=command,
+        captured_at=captured_at,
+        saved_to=saved_to,
+        loaded_from=loaded_from,
     )
-    return ("step " if len(ordered) == 1 else "steps ") + text
-
-
-def _and(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from otelcar.notes import Note, note
 from otelcar.plugins.door import RegistryHook
 from otelcar.policies.base import LLMPolicy, PolicyError, ToolPolicy
 from otelcar.policies.mocks import RecordedOnlyToolPolicy, StaticLLMPolicy, StaticToolPolicy
@@ -102,15 +103,18 @@ class PolicyRegistry:
             out[key] = type(policy).__name__ + (f" ({', '.join(facts)})" if facts else "")
         return out
 
-    def notes(self) -> list[str]:
+    def notes(self) -> list[Note]:
         """What the registered policies have to tell the user about the calls so far (a
-        python tool policy with undeclared side effects that reused results, say): the lines
-        of each policy's ``notes()``, for the notes of the result that made the calls."""
-        out: list[str] = []
+        python tool policy with undeclared side effects that reused results, say): each line
+        of each policy's ``notes()`` (the policy's own words) as a ``policy`` note, for the
+        notes of the result that made the calls."""
+        out: list[Note] = []
         for policy in [*self._llm.values(), *self._tool.values()]:
             notes = getattr(policy, "notes", None)
             if callable(notes):
-                out.extend(line for line in notes() if line not in out)
+                out.extend(
+                    n for n in (note("policy", text=line) for line in notes()) if n not in out
+                )
         return out
 
     def llm(self, key: str) -> LLMPolicy:

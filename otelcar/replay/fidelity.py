@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from otelcar.notes import Note, note
 from otelcar.outcome import Outcome, judges_process
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Environment, Rollout, replay
@@ -43,7 +44,7 @@ class FidelityReport:
     outcome: str | None = None
     recorded_failed: bool | None = None
     replayed_failed: bool | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     #: what each re-decision sends and where it comes from (RunRequests.to_dict)
     requests: dict[str, Any] = field(default_factory=dict)
     #: the factual replay itself (rollout 0 of ``Plan()``, base seed 0): an analysis that
@@ -78,7 +79,7 @@ class FidelityReport:
                 {"step": s.step, "agent": s.agent, "verdict": s.verdict, "reasons": list(s.reasons)}
                 for s in self.steps
             ],
-            "notes": self.notes,
+            "notes": [n.to_dict() for n in self.notes],
             "requests": self.requests,
         }
 
@@ -158,10 +159,10 @@ async def check_fidelity_async(
         )
     report = FidelityReport(run.trace_id, verdicts, rollout.status, rollout.error, replay=rollout)
     if not run.decisions:
-        report.notes.append("the trace has no LLM step to replay")
+        report.notes.append(note("no_llm_step"))
     report.requests = run.requests.to_dict()
-    inferred = run.requests.summary()
-    if inferred:  # a held replay cannot show it: it sends no request
+    inferred = run.requests.note()
+    if inferred is not None:  # a held replay cannot show it: it sends no request
         report.notes.append(inferred)
     if outcome is not None:
         report.outcome = outcome.describe()
@@ -170,10 +171,7 @@ async def check_fidelity_async(
             # the rebuilt held replay runs no process: a live check's held run of the agent
             # (run.process) is this run's held replay, and made every recorded request again
             report.replayed_failed = report.recorded_failed
-            report.notes.append(
-                "the outcome judges the agent's process: the held replay judged is the live "
-                "check's run of the agent"
-            )
+            report.notes.append(note("process_judged_live"))
         elif rollout.ok:
             report.replayed_failed = await rollout_failed(outcome, rollout)
     return report

@@ -41,6 +41,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from otelcar.errors import OtelcarError
+from otelcar.notes import Note, note
 from otelcar.replay.recorded import ActionRef, Literal, ObsRef, RecordedDecision, TemplateItem
 
 if TYPE_CHECKING:
@@ -299,17 +300,12 @@ class RunRequests:
                 out.append(f"{label} at {_steps(steps)} ({basis})")
         return out
 
-    def summary(self) -> str | None:
-        """One line for every output that rests on re-decisions: what is inferred and how to
-        declare it; ``None`` when nothing is."""
+    def note(self) -> Note | None:
+        """The note for every output that rests on re-decisions: what is inferred (the
+        clauses of :meth:`inferred`, worded with how to declare it by
+        :mod:`otelcar.report.notes`); ``None`` when nothing is."""
         parts = self.inferred()
-        if not parts:
-            return None
-        return (
-            "the re-decided requests are partly inferred, not recorded: "
-            + "; ".join(parts)
-            + " — declare them in otelcar.toml [agent] (otelcar init TRACE writes a start)"
-        )
+        return note("inferred_requests", parts=parts) if parts else None
 
     def to_dict(self) -> dict[str, Any]:
         return {

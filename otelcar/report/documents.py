@@ -5,13 +5,14 @@ attribution (:class:`AttributionReportDocument`) so the result can be drawn agai
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict, get_args
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, get_args
 
 from otelcar.attribution.aggregate_documents import AggregateDocument
 from otelcar.attribution.context.documents import WhyDocument
 from otelcar.attribution.fixes.documents import FixDocument
 from otelcar.attribution.steps.documents import AttributionDocument
 from otelcar.replay.timeline_documents import DiffDocument
+from otelcar.typeschema import Doc
 
 TimelineVersion = Literal[1]
 TIMELINE_VERSION: int = get_args(TimelineVersion)[0]
@@ -89,6 +90,7 @@ class AttributionReportDocument(AttributionDocument):
     writer adds them."""
 
     headline: str
+    notes: Annotated[list[str], Doc("the notes, worded (otelcar.report.notes)")]
     timeline: NotRequired[TimelineSection]
     alternatives: NotRequired[list[Alternative]]
 
@@ -98,6 +100,7 @@ class WhyReportDocument(WhyDocument):
     the headline that says so (:func:`otelcar.report.prose.document`)."""
 
     headline: str
+    notes: Annotated[list[str], Doc("the notes, worded (otelcar.report.notes)")]
 
 
 class FixReportDocument(FixDocument):
@@ -105,6 +108,7 @@ class FixReportDocument(FixDocument):
     the headline that says so (:func:`otelcar.report.prose.document`)."""
 
     headline: str
+    notes: Annotated[list[str], Doc("the notes, worded (otelcar.report.notes)")]
 
 
 class AggregateReportDocument(AggregateDocument):
@@ -112,6 +116,7 @@ class AggregateReportDocument(AggregateDocument):
     the failures, and the headline that says so (:func:`otelcar.report.prose.document`)."""
 
     headline: str
+    notes: Annotated[list[str], Doc("the notes, worded (otelcar.report.notes)")]
 
 
 class DiffReportDocument(DiffDocument):

@@ -15,13 +15,20 @@ from otelcar.attribution.steps.policy_check import PolicyCheck
 from otelcar.attribution.steps.refute import Refutation
 from otelcar.attribution.steps.result import AttributionResult
 from otelcar.cost import policy_calls_text
-from otelcar.report.prose import document, headline, headline_after, with_headline
+from otelcar.report.notes import policy_reason
+from otelcar.report.prose import (
+    document,
+    headline,
+    headline_after,
+    with_headline,
+    worded_data,
+)
 
 
 # -- attribution ------------------------------------------------------------------------------
 @document.register
 def _(result: AttributionResult) -> dict[str, Any]:
-    data = with_headline(result.to_dict(), headline(result), after="verdict")
+    data = with_headline(worded_data(result), headline(result), after="verdict")
     if result.policy_check is not None:
         data["policy_check"] = document(result.policy_check)
     return data
@@ -190,8 +197,8 @@ def _(check: PolicyCheck) -> str:
         parts.append(
             f"the policy rarely reproduces the recorded action at step {d.step} "
             f"({d.reproduced}/{d.n}, {check.confidence:.0%} upper bound below "
-            f"{check.min_rate:.0%}) and {d.reason()}: counterfactuals there may describe "
-            "another agent"
+            f"{check.min_rate:.0%}) and {policy_reason(d.differences)}: counterfactuals "
+            "there may describe another agent"
         )
     if rare:
         steps = ", ".join(f"{d.step} ({d.reproduced}/{d.n})" for d in rare)
@@ -289,7 +296,7 @@ def _(result: FixResult) -> str:
 # -- aggregate --------------------------------------------------------------------------------
 @document.register
 def _(result: AggregateResult) -> dict[str, Any]:
-    data = with_headline(result.to_dict(), headline(result), after="confidence")
+    data = with_headline(worded_data(result), headline(result), after="confidence")
     data["traces"] = [document(t) for t in result.traces]
     return data
 

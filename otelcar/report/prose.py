@@ -22,6 +22,7 @@ from otelcar.live.check import LiveCheck
 from otelcar.messages import describe_action
 from otelcar.replay.divergence import TimelineDiff
 from otelcar.replay.timelines import RunPath
+from otelcar.report.notes import word, worded
 from otelcar.store.report import ImportReport
 
 #: Where the estimators' results are worded (:mod:`otelcar.report.findings`).
@@ -51,7 +52,16 @@ def document(result: Any) -> dict[str, Any]:
     headline (a rollout, pairs, a replay check) is its ``to_dict()``."""
     if _load_findings():
         return document(result)
-    return dict(result.to_dict())
+    return worded_data(result)
+
+
+def worded_data(result: Any) -> dict[str, Any]:
+    """``result.to_dict()`` with its notes worded (:mod:`otelcar.report.notes`), when it has
+    any."""
+    data = dict(result.to_dict())
+    if "notes" in data and hasattr(result, "notes"):
+        data["notes"] = worded(result.notes)
+    return data
 
 
 def with_headline(data: Any, text: str, after: str) -> dict[str, Any]:
@@ -108,35 +118,11 @@ def _ended(path: RunPath) -> str:
 @headline.register
 def _(check: LiveCheck) -> str:
     if check.reproduced:
-        return (
-            f"live replay of {check.trace_id} with `{check.command}`: the agent made every "
-            f"recorded request again ({len(check.requests)}), answered from the trace"
-            f"{_judged_on(check)}"
-        )
+        return word(check.reproduced_note())
     return (
         f"live replay of {check.trace_id} with `{check.command}` does NOT reproduce the "
         f"recorded run: {check.first_difference()}"
     )
-
-
-def _judged_on(check: LiveCheck) -> str:
-    """What the rollouts' outcome is judged on, in words (empty without an outcome)."""
-    if check.judged_on == "trace":
-        return "; each rollout is judged on the agent's own trace (its spans reached otelcar)"
-    if check.judged_on == "requests":
-        return (
-            "; the agent sent no spans, so each rollout is judged on the model requests "
-            "otelcar answered (a tool call of the last answer counts as made): point its "
-            "OTLP exporter at OTEL_EXPORTER_OTLP_ENDPOINT to judge its own trace"
-        )
-    if check.judged_on == "process":
-        code = getattr(check.process, "returncode", None)
-        return (
-            "; each rollout is judged on the agent's process (its exit status, its output); "
-            "the trace records no process, so the recorded run's outcome is this held "
-            f"run's (exit status {code}: failed={check.replayed_failed})"
-        )
-    return ""
 
 
 @headline.register
@@ -151,7 +137,7 @@ def headline_after(kind: type, after: str) -> None:
     the key ``after``."""
 
     def with_its_headline(result: Any) -> dict[str, Any]:
-        return with_headline(result.to_dict(), headline(result), after=after)
+        return with_headline(worded_data(result), headline(result), after=after)
 
     document.register(kind, with_its_headline)
 

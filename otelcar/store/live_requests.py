@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from otelcar.notes import Note, note
 from otelcar.version import __version__
 
 FORMAT = 1
@@ -119,7 +120,7 @@ class LiveRequestStore:
             raise
         return kept
 
-    def load(self, trace_id: str) -> tuple[KeptRequests | None, list[str]]:
+    def load(self, trace_id: str) -> tuple[KeptRequests | None, list[Note]]:
         """``(kept requests, notes)`` of ``trace_id``: ``(None, [])`` when none are kept;
         ``(None, [why])`` when the file cannot be read as kept requests of this trace (never
         an exception: the caller goes on without them)."""
@@ -162,11 +163,8 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _ignored(path: Path, why: str) -> str:
-    return (
-        f"warning: the kept live requests in {path} are ignored: {why}; delete the file, or "
-        "run with --agent CMD again to capture them anew"
-    )
+def _ignored(path: Path, why: str) -> Note:
+    return note("live_kept_ignored", path=str(path), why=why)
 
 
 def _document_problem(document: Any, trace_id: str) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict, get_args
 
+from otelcar.notes import NoteData
 from otelcar.typeschema import Doc, Pair
 
 WhyVersion = Literal[1]
@@ -184,4 +185,4 @@ class WhyDocument(TypedDict):
     samples: int
     stopped: Literal["done", "budget", "max-tests"]
     cost: dict[str, Any]
-    notes: list[str]
+    notes: list[NoteData]

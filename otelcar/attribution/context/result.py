@@ -16,6 +16,7 @@ from otelcar.attribution.context.pieces import LEVELS, Piece
 from otelcar.attribution.experiment.contrast import unpaired
 from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import Interval, wilson
+from otelcar.notes import Note
 
 
 def _interval(value: Interval) -> list[float]:
@@ -225,7 +226,7 @@ class WhyResult:
     stopped: str = "done"
     base_instead: dict[str, int] = field(default_factory=dict)
     base_alternative: str | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
@@ -272,5 +273,5 @@ class WhyResult:
             "samples": self.samples,
             "stopped": self.stopped,
             "cost": self.cost,
-            "notes": list(self.notes),
+            "notes": [n.to_dict() for n in self.notes],
         }

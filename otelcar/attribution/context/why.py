@@ -96,6 +96,7 @@ from otelcar.attribution.experiment.redecisions import (
 from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
+from otelcar.notes import Note, note
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, BudgetExhausted, Environment
@@ -202,8 +203,8 @@ class _Search:
         self.confidence = confidence
         self.decision_text = describe_action(sampler.decision.action)
         self.tests: list[TestRecord] = []
-        inferred = sampler.run.requests.summary()
-        self.notes: list[str] = [inferred] if inferred else []
+        inferred = sampler.run.requests.note()
+        self.notes: list[Note] = [inferred] if inferred else []
         self.base: Arm = sampler.arm([])
         self.stages = (3, 6, samples, 2 * samples)
         self.intermittent = False
@@ -237,8 +238,12 @@ class _Search:
             self.intermittent = True
             self.stages = (5, 10, 3 * self.samples, 6 * self.samples)
             self.notes.append(
-                f"intermittent decision (base rate {base.rate:.2f}): screens of "
-                f"{self.stages[0]}, confirmations on {self.stages[2]}–{self.stages[3]} samples"
+                note(
+                    "intermittent",
+                    rate=base.rate,
+                    screen=self.stages[0],
+                    confirm=[self.stages[2], self.stages[3]],
+                )
             )
         self.threshold = self.min_drop * base.rate
         self.base = base
@@ -459,15 +464,12 @@ class _Search:
             and not canonical_json(content)
         ):
             self.checked_json.add(parent.message)
-            self.notes.append(
-                f"{parent.label}: removing a JSON item re-serializes the document "
-                "(json.dumps), so its formatting changes too"
-            )
+            self.notes.append(note("json_reserialized", label=parent.label))
 
     # -- the whole search ------------------------------------------------------------------------
     def stop(self, exc: Exception) -> None:
         self.stopped = "budget" if isinstance(exc, BudgetExhausted) else "max-tests"
-        self.notes.append(f"stopped: {exc}")
+        self.notes.append(note("why_stopped", error=str(exc)))
 
     async def causes(self) -> tuple[list[Cause], list[str]]:
         ranked = rank(top_level(self.context), self.decision_text)
@@ -559,7 +561,7 @@ class _Search:
                 cause.parts, "recheck", fill=self.recheck_fill, thorough=True
             )
         except (BudgetExhausted, TestsExhausted) as exc:
-            self.notes.append(f"recheck skipped: {exc}")
+            self.notes.append(note("recheck_skipped", error=str(exc)))
         finally:
             self.sampler, self.base = main, base
 
@@ -891,9 +893,12 @@ async def _find_causes(
         if cause.recheck is not None and not cause.recheck.confirmed:
             causes.remove(cause)
             search.notes.append(
-                f"{cause.label} ({cause.text[:80]!r}) was confirmed but its recheck with "
-                f"fill {search.recheck_fill!r} did not hold (the replacement text, or "
-                "chance, made the first result): not reported as a cause"
+                note(
+                    "recheck_failed",
+                    label=cause.label,
+                    text=cause.text[:80],
+                    fill=search.recheck_fill,
+                )
             )
     headline = next((c for c in causes if c.kind == "cause"), None)
     verdict = "cause" if headline else ("prerequisites-only" if causes else "no-cause")
@@ -909,13 +914,10 @@ def _count_losses(search: _Search, sampler: Any, rechecks: Any, base: Any, min_r
     changing = losses_could_change(search.tests, base, search.base_verdict, min_rate)
     if changing:
         raise refusal(errors, changing)
-    search.notes.append(
-        f"{len(errors)} re-decisions failed and were left out of the counts (per test: "
-        "lost); no answer would change whatever they held"
-    )
+    search.notes.append(note("redecisions_lost", failed=len(errors)))
 
 
-def _coarse_rule_note(rule: Any, recorded: Message, base: Any) -> str | None:
+def _coarse_rule_note(rule: Any, recorded: Message, base: Any) -> Note | None:
     """A note when ``--same tool`` counted re-decisions with other arguments as the recorded
     decision: a harmful and a good call of the same tool are then one decision, and no text
     can be found to cause the difference."""
@@ -934,11 +936,8 @@ def _coarse_rule_note(rule: Any, recorded: Message, base: Any) -> str | None:
     }
     if not others:
         return None
-    shown = "; ".join(sorted(others)[:2])
-    return (
-        f"with --same tool every call of {rule.name} counts as the recorded decision, and "
-        f"re-decisions called it with {len(others)} other argument set(s) (e.g. {shown}) than "
-        f"the recorded {want}: --same outcome or tool+args tells them apart"
+    return note(
+        "coarse_same_tool", tool=rule.name, others=len(others), shown=sorted(others)[:2], want=want
     )
 
 

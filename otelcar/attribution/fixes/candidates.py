@@ -39,6 +39,7 @@ from otelcar.attribution.context.result import TestRecord, WhyResult
 from otelcar.attribution.experiment.redecisions import canonical, describe_action
 from otelcar.attribution.fixes.result import FixCandidate
 from otelcar.messages import Message, ToolCall
+from otelcar.notes import Note, note
 from otelcar.replay.plan import (
     Do,
     Edit,
@@ -182,31 +183,28 @@ def strongest_piece(why: WhyResult) -> TestRecord | None:
     return max(measured, key=lambda t: (t.effect, t.n, -t.t), default=None)
 
 
-def source_of(why: WhyResult) -> tuple[Source | None, str | None]:
+def source_of(why: WhyResult) -> tuple[Source | None, Note | None]:
     """What the ``source`` candidate removes, and a note saying how it was chosen (or why
     there is none)."""
     if why.headline is not None:
         cause = why.headline
         return Source(cause.parts, why.fill, cause.label), None
     test = strongest_piece(why)
-    confirmed = "why confirmed no cause" + (
-        " (only prerequisites)" if why.verdict == "prerequisites-only" else ""
-    )
+    prerequisites = why.verdict == "prerequisites-only"
     if test is None:
-        if not why.tests:
-            return None, f"no source candidate: {confirmed} and tested no piece"
-        return None, (
-            f"no source candidate: {confirmed} and none of its {len(why.tests)} tests removed "
-            "a piece that lowered the bad-decision rate without making the agent re-fetch, "
-            "ask or stop"
-        )
+        return None, note("no_source", prerequisites=prerequisites, tests=len(why.tests))
     label = " + ".join(p.label for p in test.removed)
     source = Source(tuple(test.removed), test.fill, label, test)
-    return source, (
-        f"{confirmed}: the source candidate removes the piece whose removal lowered the "
-        f"bad-decision rate most in its tests, {label} (test {test.t}: {test.base_bad}/"
-        f"{test.base_n} → {test.bad}/{test.n}, {test.verdict}); it passes only if its own "
-        "test on fresh draws does"
+    return source, note(
+        "source_from_strongest",
+        prerequisites=prerequisites,
+        label=label,
+        test=test.t,
+        base_bad=test.base_bad,
+        base_n=test.base_n,
+        bad=test.bad,
+        n=test.n,
+        verdict=test.verdict,
     )
 
 
@@ -240,7 +238,7 @@ def _same_prefix(base: RecordedDecision, other: RecordedDecision, indexes: set[i
 
 def propose(
     run: RecordedRun, decision: RecordedDecision, why: WhyResult, rule: SameDecision
-) -> tuple[list[FixCandidate], list[str]]:
+) -> tuple[list[FixCandidate], list[Note]]:
     """The prompt-rule and source candidates for the decision ``why`` explained, and notes."""
     assert decision.context is not None and decision.action is not None
     context = decision.context
@@ -270,7 +268,7 @@ def propose(
                 forward_plan=forward_plan(run, decision, at).to_dict(),
             )
         )
-    source, note = source_of(why)
+    source, chosen = source_of(why)
     if source is not None:
         edits = edits_for(source.parts, context, source.fill)
         indexes = {p.message for p in source.parts}
@@ -288,7 +286,7 @@ def propose(
                 forward_plan=forward_plan(run, decision, source_at).to_dict(),
             )
         )
-    return out, [note] if note else []
+    return out, [chosen] if chosen else []
 
 
 def forced(run: RecordedRun, decision: RecordedDecision, action: Message) -> FixCandidate:

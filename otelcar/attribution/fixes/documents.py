@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, TypedDict, get_args
 
 from otelcar.attribution.context.documents import ArmCounts, LostDocument
+from otelcar.notes import NoteData
 from otelcar.typeschema import Doc, Pair
 
 FixVersion = Literal[1]
@@ -116,4 +117,4 @@ class FixDocument(TypedDict):
     samples: int
     outcome: str | None
     cost: dict[str, Any]
-    notes: list[str]
+    notes: list[NoteData]

@@ -79,6 +79,7 @@ from otelcar.attribution.stats import (
 )
 from otelcar.errors import OtelcarError
 from otelcar.messages import Message
+from otelcar.notes import Note, note
 from otelcar.outcome import Outcome
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, Environment
@@ -195,8 +196,8 @@ async def fix_async(
         run, decision, env, rule, seed=seeds.stage("why"), on_sample=on_sample
     )
     candidates, proposed = propose(run, decision, why, rule)
-    inferred = run.requests.summary()
-    notes: list[str] = [*([inferred] if inferred else []), *proposed]
+    inferred = run.requests.note()
+    notes: list[Note] = [*([inferred] if inferred else []), *proposed]
     alternative = await _alternative(sampler, why)
     if alternative is not None:
         candidates.append(forced(run, decision, alternative))
@@ -219,7 +220,7 @@ async def fix_async(
             max_rate=max_rate, confidence=confidence, notes=notes,
         )  # fmt: skip
     elif alternative is not None:
-        notes.append("the forced action is validated by --forward rollouts only")
+        notes.append(note("forced_needs_forward"))
     best = _best(candidates, forward)
     after = env.accounting.to_dict()
     cost: dict[str, Any] = {k: after[k] - before[k] for k in after}
@@ -272,7 +273,7 @@ async def _validate_decisions(
     alpha: float,
     max_rate: float,
     confidence: float,
-    notes: list[str],
+    notes: list[Note],
 ) -> None:
     """The decision-level validation stage: every candidate but a forced action is re-decided
     ``n`` times with its edits on the validator's fresh draws, against the unfixed
@@ -310,10 +311,7 @@ async def _validate_decisions(
         )
         if changing:
             raise refusal(errors, changing, what="validation re-decisions")
-        notes.append(
-            f"{len(errors)} validation re-decisions failed and were left out of the counts "
-            "(per candidate: lost); no verdict would change whatever they held"
-        )
+        notes.append(note("validation_lost", failed=len(errors)))
 
 
 async def _forward_stage(
@@ -329,7 +327,7 @@ async def _forward_stage(
     alpha: float,
     max_rate: float,
     confidence: float,
-    notes: list[str],
+    notes: list[Note],
 ) -> None:
     """The forward stage: every candidate's forward plan against the unfixed re-decision of
     everything from ``decision`` on, ``rollouts`` each on ``seed``'s draws, judged by
@@ -354,14 +352,11 @@ async def _forward_stage(
         confidence=confidence,
     )
     if base_errors:
-        notes.append(f"{len(base_errors)} unfixed rollouts failed: {base_errors[0]}")
+        notes.append(note("unfixed_failed", failed=len(base_errors), first=str(base_errors[0])))
     fewest = trials_to_show_below(0, 0, max_rate, alpha, rollouts)
     if fewest > rollouts:
-        notes.append(
-            f"--rollouts {rollouts} cannot show a forward failure rate below {max_rate:g} "
-            f"(even 0 failures need {trials_to_show_below(0, 0, max_rate, alpha, 10_000)} "
-            "rollouts): no forward check can PASS, at best PART"
-        )
+        needed = trials_to_show_below(0, 0, max_rate, alpha, 10_000)
+        notes.append(note("forward_too_few", rollouts=rollouts, max_rate=max_rate, needed=needed))
     for candidate, check in zip(candidates, forwards, strict=True):
         candidate.forward = check
 

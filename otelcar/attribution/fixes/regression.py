@@ -32,6 +32,7 @@ from otelcar.attribution.context.decisions import decision_sampler, same_decisio
 from otelcar.attribution.experiment.redecisions import describe_action
 from otelcar.attribution.fixes.result import FixCandidate
 from otelcar.errors import OtelcarError
+from otelcar.notes import Note
 from otelcar.replay.engine import run_plan_async
 from otelcar.replay.harness import Environment
 from otelcar.replay.plan import EditContext, Plan, Resample
@@ -134,7 +135,7 @@ class RolloutCheck:
     examples: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     calls: int = 0  # policy calls the check made
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def n(self) -> int:

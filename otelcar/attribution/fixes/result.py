@@ -16,6 +16,7 @@ from otelcar.attribution.fixes.documents import (
 from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import Interval, wilson
 from otelcar.messages import Message
+from otelcar.notes import Note
 
 if TYPE_CHECKING:
     from otelcar.attribution.context.result import WhyResult
@@ -196,7 +197,7 @@ class FixResult:
     samples: int
     outcome: str | None
     cost: dict[str, Any]
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     confidence: float = 0.95
     why_base_bad: int | None = None
     why_base_n: int | None = None
@@ -239,5 +240,5 @@ class FixResult:
             "samples": self.samples,
             "outcome": self.outcome,
             "cost": self.cost,
-            "notes": list(self.notes),
+            "notes": [n.to_dict() for n in self.notes],
         }

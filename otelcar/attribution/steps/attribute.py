@@ -79,6 +79,7 @@ from otelcar.attribution.steps.result import AttributionResult
 from otelcar.attribution.steps.shapley import shapley_values
 from otelcar.config_checks import outcome_hints
 from otelcar.errors import OtelcarError
+from otelcar.notes import Note, note
 from otelcar.outcome import (
     Outcome,
     RunEvent,
@@ -306,7 +307,7 @@ def _result(
     checked: Any,
     shapley: Any,
     cost: dict[str, Any],
-    notes: list[str],
+    notes: list[Note],
     errors: list[Any],
     credit: bool,
     confidence: float,
@@ -387,7 +388,7 @@ async def refute_stage(
     seed: int,
     rollouts: int,
     concurrency: int,
-    notes: list[str],
+    notes: list[Note],
 ) -> list[Any]:
     """The refutation stage (:func:`.refute.refute`: the placebo and the fresh-seed recheck
     of ``culprit``); a note when the culprit did not survive it."""
@@ -404,10 +405,7 @@ async def refute_stage(
     )
     failed_checks = [r.name for r in refutations if not r.passed]
     if failed_checks:
-        notes.append(
-            f"the culprit did not survive its refutation ({', '.join(failed_checks)}): "
-            "treat the verdict with suspicion (see `refutations`)"
-        )
+        notes.append(note("refutation_failed", checks=failed_checks))
     return refutations
 
 
@@ -423,13 +421,13 @@ async def shapley_stage(
     seed: int,
     confidence: float,
     concurrency: int,
-    notes: list[str],
+    notes: list[Note],
 ) -> Any:
     """Shapley values of the (at most ``max_players``) steps with the largest effects."""
     ranked = sorted(effects, key=lambda e: -e.delta)
     players = sorted(e.index for e in ranked[:max_players])
     if len(effects) > max_players:
-        notes.append(f"Shapley values over the {max_players} steps with the largest effects")
+        notes.append(note("shapley_subset", players=max_players))
     return await shapley_values(
         run,
         env,
@@ -451,7 +449,7 @@ async def preflight(
     registry: PolicyRegistry,
     *,
     credit: bool,
-) -> tuple[list[str], Rollout | None]:
+) -> tuple[list[Note], Rollout | None]:
     """The preflight stage: the factual replay must reproduce the recorded run and its
     failure (success with ``credit``), else :class:`AttributionError` says why. Returns the
     notes the result starts with (held-only steps, inferred requests, tools no policy
@@ -485,19 +483,16 @@ async def preflight(
             f"under the outcome '{outcome.describe()}'{hint}"
         )
     notes = [
-        f"step {s.step}: {'; '.join(s.reasons)}" for s in fidelity.steps if s.verdict == "held-only"
+        note("held_only", step=s.step, reasons=list(s.reasons))
+        for s in fidelity.steps
+        if s.verdict == "held-only"
     ]
-    inferred = run.requests.summary()
-    if inferred:
+    if (inferred := run.requests.note()) is not None:
         notes.append(inferred)
     uncovered = tools_without_policy(run, registry)
     live = getattr(current_executor(), "runs_agent_tools", False)
     if uncovered and not live:
-        notes.append(
-            f"no tool policy for {', '.join(uncovered)}: only the recorded calls can be served; "
-            "a rollout calling one with other arguments fails and is counted (register "
-            "'tool:NAME', or 'tool:*' = recorded to declare it)"
-        )
+        notes.append(note("tools_without_policy", tools=list(uncovered)))
     return notes, None if live else fidelity.replay
 
 
@@ -601,7 +596,7 @@ async def sample_curve(
     seed: int,
     futility: float,
     margin: float,
-    notes: list[str],
+    notes: list[Note],
 ) -> Curve:
     """The sampling and estimation stage: bisection when the design asks for it (on a
     confirmation arm of its own seeds), and the sequential curve when it did not answer;
@@ -622,7 +617,7 @@ async def sample_curve(
             alpha=design.alpha / 2,
         )
         if isinstance(found, str):
-            notes.append(f"bisection fell back to the full curve: {found}")
+            notes.append(note("bisection_fell_back", reason=found))
         else:
             baseline, effects, read_from = found.baseline, found.effects, found.outcomes
             done_looks, look_confidence = found.looks, found.confidence
@@ -630,15 +625,7 @@ async def sample_curve(
             stop_reason = "bisection"
             tested = [e.step for e in effects]
             notes.append(
-                f"bisection: {found.searched} plans evaluated out of {len(design.plans)}, "
-                + (
-                    "the jump confirmed on fresh rollouts of its two plans; only the culprit's "
-                    "row has an effect estimate"
-                    if len(tested) == 1
-                    else f"the jumps at steps {tested} (each as large as the largest on the "
-                    "search) tested on fresh rollouts of their plans; only their rows have "
-                    "effect estimates"
-                )
+                note("bisection", searched=found.searched, plans=len(design.plans), tested=tested)
             )
     if looks:
 
@@ -658,12 +645,9 @@ async def sample_curve(
             test=design.test,
         )
         if stop_reason == "budget":
-            notes.append(f"stopped by the budget of {env.budget.max_calls} policy calls")
+            notes.append(note("budget_stop", max_calls=env.budget.max_calls))
         if stop_reason == "futility":
-            notes.append(
-                f"futility stop after {done_looks[-1]} rollouts per plan: no step had a "
-                f"{futility:.0%} chance left of becoming significant"
-            )
+            notes.append(note("futility_stop", rollouts=done_looks[-1], futility=futility))
     assert baseline is not None and effects is not None
     return Curve(baseline, effects, read_from, done_looks, looks, look_confidence, stop_reason)
 
@@ -674,7 +658,7 @@ def decide_verdict(
     curve: Curve,
     culprit: StepEffect | None,
     margin: float,
-    notes: list[str],
+    notes: list[Note],
 ) -> str:
     """The verdict stage: ``culprit`` with one; ``locked-in`` on positive evidence
     (re-deciding everything still fails, and every step had the rollouts to show an effect
@@ -695,11 +679,7 @@ def decide_verdict(
     else:
         verdict = "undecided"
     if culprit is None and unexplored:
-        notes.append(
-            f"steps {unexplored}: every re-decision repeated the recorded action, so their "
-            "effect is bounded (±u in the table), not known to be 0; more rollouts "
-            "(--max-rollouts) would tell"
-        )
+        notes.append(note("effects_bounded", steps=unexplored))
     return verdict
 
 
@@ -714,7 +694,7 @@ def check_losses(
     *,
     futility: float,
     margin: float,
-    notes: list[str],
+    notes: list[Note],
 ) -> None:
     """The loss stage: failed rollouts are left out of the estimates (a note counts the pairs
     lost per step); when some assignment of the lost pairs could change the verdict
@@ -722,11 +702,8 @@ def check_losses(
     :class:`~otelcar.replay.engine.RolloutsFailed` with the commonest reasons and the remedy."""
     effects, alpha = curve.effects, design.alpha
     lost = lost_pairs(effects, curve.read_from, curve.done_looks)
-    by_step = ", ".join(f"step {e.step}: {lost[e.index]}" for e in effects if lost[e.index])
-    notes.append(
-        f"{len(errors)} rollouts failed and were left out of the estimates"
-        + (f" (pairs lost per step: {by_step})" if by_step else "")
-    )
+    by_step = [{"step": e.step, "pairs": lost[e.index]} for e in effects if lost[e.index]]
+    notes.append(note("rollouts_lost", failed=len(errors), lost=by_step))
     horizon = max(1, run.horizon)
     changing = losses_could_change(
         culprit,

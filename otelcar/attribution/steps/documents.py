@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict, get_args
 
+from otelcar.notes import NoteData
 from otelcar.typeschema import Doc, Pair
 
 Verdict = Literal["culprit", "locked-in", "undecided"]
@@ -130,7 +131,7 @@ class AttributionDocument(TypedDict):
     stop_reason: StopReason
     cost: dict[str, Any]
     shapley: ShapleyDocument | None
-    notes: list[str]
+    notes: list[NoteData]
     rollout_errors: Annotated[list[str], Doc("the first 50 rollout errors")]
     refutations: list[RefutationDocument]
     policy_check: Annotated[

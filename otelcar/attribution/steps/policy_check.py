@@ -28,6 +28,7 @@ from otelcar.attribution.experiment.seeds import SeedSpace
 from otelcar.attribution.frozen import freeze_sequences
 from otelcar.attribution.stats import wilson
 from otelcar.messages import Message
+from otelcar.notes import Note, note
 from otelcar.policies.base import PolicyError
 from otelcar.policies.registry import PolicyRegistry
 from otelcar.replay.harness import Budget, BudgetExhausted, Environment, decision_request
@@ -100,12 +101,6 @@ class DecisionFaithfulness:
     @property
     def rate(self) -> float | None:
         return self.reproduced / self.n if self.n else None
-
-    def reason(self) -> str:
-        """Why a rare reproduction is an alarm here: what differs, or greedy decoding."""
-        if self.differences:
-            return "its request differs from the recorded one: " + "; ".join(self.differences)
-        return "it was recorded at temperature 0, where a faithful policy always reproduces"
 
     @property
     def greedy(self) -> bool:
@@ -319,24 +314,24 @@ async def check_decisions(
     )
 
 
-def check_notes(check: PolicyCheck) -> list[str]:
+def check_notes(check: PolicyCheck) -> list[Note]:
     """The notes an attribution carries for its policy check: one per decision the policy
     rarely reproduces with a reason to suspect another agent, one per rare reproduction on
     the recorded request (an intermittent decision of the agent that ran)."""
     notes = [
-        f"policy check: the policy reproduced the recorded action of step "
-        f"{decision.step} in {decision.reproduced}/{decision.n} re-decisions "
-        f"({check.confidence:.0%} upper bound {decision.high:.0%}) and {decision.reason()}; "
-        "a counterfactual there may describe another agent: declare what differs "
-        "(otelcar.toml [agent], docs/replay.md; otelcar replay --check-policy N checks every "
-        "step)"
+        note(
+            "policy_unfaithful",
+            step=decision.step,
+            reproduced=decision.reproduced,
+            n=decision.n,
+            confidence=check.confidence,
+            high=decision.high,
+            differences=list(decision.differences),
+        )
         for decision in check.unfaithful()
     ]
     notes.extend(
-        f"policy check: step {decision.step}'s recorded action came back in "
-        f"{decision.reproduced}/{decision.n} re-decisions on the recorded request: "
-        "consistent with an intermittent decision of the agent that ran (were it its "
-        "usual choice, the policy would not be that agent)"
+        note("policy_rare", step=decision.step, reproduced=decision.reproduced, n=decision.n)
         for decision in check.decisions
         if decision.rare(check.min_rate)
     )
@@ -350,7 +345,7 @@ class CheckStage:
     already made are cache hits, not calls)."""
 
     check: PolicyCheck | None
-    notes: list[str]
+    notes: list[Note]
     calls: int
 
 
@@ -384,5 +379,6 @@ async def check_stage(
             env=env, stage=stages,
         )  # fmt: skip
     except BudgetExhausted as exc:
-        return CheckStage(None, [f"policy check not run: {exc}"], env.accounting.llm_calls - before)
+        not_run = note("policy_check_not_run", error=str(exc))
+        return CheckStage(None, [not_run], env.accounting.llm_calls - before)
     return CheckStage(check, check_notes(check), check.cost.get("llm_calls", 0))

@@ -17,6 +17,7 @@ from otelcar.attribution.steps.documents import (
 )
 from otelcar.attribution.steps.equivalence import POWER, largest_upper
 from otelcar.attribution.steps.policy_check import PolicyCheck
+from otelcar.notes import Note
 
 
 @dataclass
@@ -85,7 +86,7 @@ class AttributionResult:
     # why sampling stopped: separated | tied | futility | last-look | budget | bisection | fixed
     stop_reason: str = "last-look"
     shapley: ShapleyResult | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     rollout_errors: tuple[str, ...] = ()
     refutations: tuple[Any, ...] = ()  # refute.Refutation, culprit only
     #: The policy check at the culprit (None when not run).
@@ -127,7 +128,7 @@ class AttributionResult:
             "stop_reason": self.stop_reason,
             "cost": self.cost,
             "shapley": self.shapley.to_dict() if self.shapley else None,
-            "notes": list(self.notes),
+            "notes": [n.to_dict() for n in self.notes],
             "rollout_errors": list(self.rollout_errors[:50]),
             "refutations": [r.to_dict() for r in self.refutations],
             "policy_check": self.policy_check.to_dict() if self.policy_check else None,
