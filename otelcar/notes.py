@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from otelcar.typeschema import Doc, Extra
 
@@ -26,16 +25,30 @@ NoteData = Annotated[
 ]
 
 
+class Facts(dict[str, Any]):
+    """A note's facts: a dict that refuses every change after it is made, and still copies,
+    pickles and converts (``dataclasses.asdict``) as a dict does."""
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a note's facts cannot be changed")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type[Facts], tuple[dict[str, Any]]]:
+        return (Facts, (dict(self),))
+
+
 @dataclass(frozen=True)
 class Note:
     """One thing to tell the user: ``kind`` names the wording, ``facts`` (JSON values, read
     only) fill it. Equal notes have equal kinds and facts."""
 
     kind: str
-    facts: Mapping[str, Any] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=Facts)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "facts", MappingProxyType(dict(self.facts)))
+        object.__setattr__(self, "facts", Facts(self.facts))
 
     def to_dict(self) -> dict[str, Any]:
         """``{"kind": kind, **facts}``: the note as a result's data writes it."""

@@ -5,7 +5,9 @@ changed after it is made."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from typing import Any
 
 import polars as pl
@@ -88,6 +90,9 @@ def test_a_finished_result_cannot_be_changed(results: dict[str, Any], kind: str)
         result.notes.append("changed")
     if hasattr(result, "to_dict"):  # its JSON has lists, as JSON does
         assert not any(isinstance(v, tuple) for v in _values(result.to_dict()))
+        # a value copies and pickles (its notes included) into an equal one
+        assert pickle.loads(pickle.dumps(result)).to_dict() == result.to_dict()
+        assert copy.deepcopy(result).to_dict() == result.to_dict()
 
 
 def _values(value: Any) -> list[Any]:
