@@ -241,3 +241,11 @@ def test_the_headline_quotes_the_fresh_base_arm_not_whys(with_note: float):
     out = io.StringIO()
     render_fix(Console(file=out, width=200), result)
     assert f"candidates (base: {fresh} bad)" in out.getvalue()
+    # notes and trace text print as they are, never read as rich markup ("[agent]" stays)
+    wide = io.StringIO()
+    render_fix(Console(file=wide, width=4000), result)
+    notes = worded(result.notes)
+    assert any("[agent]" in line for line in notes), notes
+    for line in notes:
+        assert f"note: {line}" in wide.getvalue()
+    assert f'"{result.cause}" [{result.cause_label}]' in wide.getvalue()

@@ -9,13 +9,16 @@ visible escapes.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from rich.table import Table
 
 from otelcar.cli import cli
+from otelcar.cli.common import console
 from otelcar.report.markup import el, esc
 from otelcar.safe_text import INVISIBLE, visible
 from tests.conftest import NEW_CONTENT, OTLP
@@ -83,3 +86,17 @@ def test_visible_keeps_ordinary_text_and_escapes_the_rest():
         "tab\tand\nnewline, ünïcödé, 中文, emoji 🙂"
     )
     assert visible("\x1b[31m\u200d\u2066") == "\\x1b[31m\\u200d\\u2066"
+
+
+def test_the_cli_console_prints_brackets_as_they_are_never_as_markup():
+    """Rich markup in trace text (a tag, a link, a label like ``[agent]``) is printed as it is,
+    in a plain string and in a table cell: rich would drop the tags and style the output."""
+    marked = "[bold red]A-1001[/bold red] see [agent] [link=https://example.invalid]here[/link]"
+    out = console()
+    out.file = io.StringIO()
+    out.print(f"note: {marked}", style="yellow")
+    table = Table("trace text")
+    table.add_row(marked)
+    out.print(table)
+    printed = out.file.getvalue()
+    assert f"note: {marked}" in printed and f"│ {marked} │" in printed

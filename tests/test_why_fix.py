@@ -9,6 +9,7 @@ the user's request it asks. Every answer below is known by construction.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 from scipy.stats import fisher_exact
 
 from otelcar.attribution.context.decisions import classify
@@ -34,6 +36,7 @@ from otelcar.attribution.fixes.fix import UNTRUSTED_RULE, fix
 from otelcar.attribution.fixes.regression import write_regression_test
 from otelcar.attribution.stats import fisher_exact_greater
 from otelcar.cli import cli
+from otelcar.cli.repair import render_why
 from otelcar.messages import Message, ToolCall
 from otelcar.outcome import ToolCalled
 from otelcar.policies import CallableLLMPolicy
@@ -195,6 +198,13 @@ def test_intermittent_decision_is_still_attributed():
     assert result.intermittent and result.base_n >= 30
     assert result.headline.text == PLANT
     assert any("intermittent" in note for note in worded(result.notes))
+    # the terminal prints the notes and the pieces as they are: "[agent]" is no rich markup
+    out = io.StringIO()
+    render_why(Console(file=out, width=4000), result)
+    notes = worded(result.notes)
+    assert any("[agent]" in line for line in notes), notes
+    for line in notes:
+        assert f"note: {line}" in out.getvalue()
 
 
 def test_redundant_copies_are_found_only_jointly():

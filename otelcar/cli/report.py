@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
 from otelcar.analyses.requests import AggregateRequest
@@ -24,6 +23,7 @@ from otelcar.cli.options import (
     json_option,
     request_options,
 )
+from otelcar.safe_console import SafeConsole
 
 
 @click.command("report")
@@ -187,7 +187,7 @@ def aggregate_command(
         since_text = datetime.fromtimestamp(since / 1e9, UTC).isoformat(timespec="seconds")
     settings = config.replay
     err = _console(stderr=True)
-    log = Console(stderr=True, highlight=False) if not err.is_terminal else err
+    log = SafeConsole(stderr=True, highlight=False) if not err.is_terminal else err
     with (
         executor_for(settings, executor, ray_address),
         stderr_progress(
