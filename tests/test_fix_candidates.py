@@ -36,6 +36,7 @@ from otelcar.report.notes import worded
 from otelcar.report.prose import document
 from otelcar.report.prose import headline as headline_of
 from otelcar.testing import Turn, conversation_steps
+from tests.helpers.terminal import assert_notes_printed_verbatim, printed
 
 TRACE = "c1ea0000000000000000000000000035"
 SYSTEM = "You are a file-cleanup agent. Delete only the files the user asks you to delete."
@@ -242,10 +243,6 @@ def test_the_headline_quotes_the_fresh_base_arm_not_whys(with_note: float):
     render_fix(Console(file=out, width=200), result)
     assert f"candidates (base: {fresh} bad)" in out.getvalue()
     # notes and trace text print as they are, never read as rich markup ("[agent]" stays)
-    wide = io.StringIO()
-    render_fix(Console(file=wide, width=4000), result)
-    notes = worded(result.notes)
-    assert any("[agent]" in line for line in notes), notes
-    for line in notes:
-        assert f"note: {line}" in wide.getvalue()
-    assert f'"{result.cause}" [{result.cause_label}]' in wide.getvalue()
+    wide = printed(render_fix, result)
+    assert_notes_printed_verbatim(wide, result)
+    assert f'"{result.cause}" [{result.cause_label}]' in wide

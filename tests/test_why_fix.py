@@ -9,7 +9,6 @@ the user's request it asks. Every answer below is known by construction.
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import subprocess
@@ -19,7 +18,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 from scipy.stats import fisher_exact
 
 from otelcar.attribution.context.decisions import classify
@@ -63,6 +61,7 @@ from tests.helpers.refund_scenario import (
     registry,
     run_of,
 )
+from tests.helpers.terminal import assert_notes_printed_verbatim, printed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -199,12 +198,7 @@ def test_intermittent_decision_is_still_attributed():
     assert result.headline.text == PLANT
     assert any("intermittent" in note for note in worded(result.notes))
     # the terminal prints the notes and the pieces as they are: "[agent]" is no rich markup
-    out = io.StringIO()
-    render_why(Console(file=out, width=4000), result)
-    notes = worded(result.notes)
-    assert any("[agent]" in line for line in notes), notes
-    for line in notes:
-        assert f"note: {line}" in out.getvalue()
+    assert_notes_printed_verbatim(printed(render_why, result), result)
 
 
 def test_redundant_copies_are_found_only_jointly():
