@@ -103,10 +103,8 @@ def render_why(console: Console, result: WhyResult) -> None:
     headline = untrusted_text(headline_of(result))
     console.print(Panel(headline, title="otelcar why", border_style=style))
     console.print(
-        untrusted_text(
-            f"step {result.step} ({result.step_reason}); same decision: {result.same}; "
-            f"policy {result.policy}"
-        ),
+        f"step {result.step} ({result.step_reason}); same decision: {result.same}; "
+        f"policy {result.policy}",
         highlight=False,
     )
     if result.headline is not None:
@@ -116,7 +114,7 @@ def render_why(console: Console, result: WhyResult) -> None:
         for link in result.headline.chain:
             chain.add_row(
                 str(link.t),
-                untrusted_text(" + ".join(p.label for p in link.removed)),
+                " + ".join(p.label for p in link.removed),
                 f"{link.bad}/{link.n}",
                 f"{link.effect:+.2f}",
                 f"{link.p:.2g}" if link.p is not None else "-",
@@ -127,9 +125,7 @@ def render_why(console: Console, result: WhyResult) -> None:
             recheck = result.headline.recheck
             holds = "holds" if recheck.confirmed else "does NOT hold"
             console.print(
-                untrusted_text(
-                    f"recheck with fill '{recheck.fill}': {holds} ({recheck.bad}/{recheck.n})"
-                ),
+                f"recheck with fill '{recheck.fill}': {holds} ({recheck.bad}/{recheck.n})",
                 highlight=False,
             )
     if result.causes:
@@ -141,17 +137,17 @@ def render_why(console: Console, result: WhyResult) -> None:
             text = cause.text if len(cause.text) <= 160 else cause.text[:157] + "…"
             table.add_row(
                 cause.kind + (" (joint)" if cause.joint else ""),
-                untrusted_text(cause.label),
-                untrusted_text(text),
+                cause.label,
+                text,
                 f"{test.bad}/{test.n} vs {test.base_bad}/{test.base_n}",
                 f"{test.p:.2g}" if test.p is not None else "-",
-                untrusted_text(test.alternative or "-"),
+                test.alternative or "-",
             )
         console.print(table)
     if result.untested:
-        console.print(untrusted_text(f"untested pieces: {', '.join(result.untested)}"))
+        console.print(f"untested pieces: {', '.join(result.untested)}", highlight=False)
     for note in worded(result.notes):
-        console.print(untrusted_text(f"note: {note}", style="yellow"), highlight=False)
+        console.print(f"note: {note}", style="yellow", highlight=False)
     cost = result.cost
     console.print(
         f"{cost.get('tests', 0)} tests, {cost.get('samples', 0)} re-decisions, "
@@ -170,16 +166,14 @@ def render_fix(console: Console, result: FixResult) -> None:
     headline = untrusted_text(headline_of(result))
     console.print(Panel(headline, title="otelcar fix", border_style=style))
     if result.cause:
-        console.print(
-            untrusted_text(f'cause (otelcar why): "{result.cause}" [{result.cause_label}]')
-        )
+        console.print(f'cause (otelcar why): "{result.cause}" [{result.cause_label}]')
     table = Table(title=f"candidates (base: {result.base_bad}/{result.base_n} bad)")
     for column in ("fix", "verdict", "bad", "95% CI", "p (Holm)", "forward", "instead"):
         table.add_column(column, overflow="fold")
     for c in result.candidates:
         d, f = c.decision, c.forward
         table.add_row(
-            untrusted_text(f"{c.name}: {c.description}"),
+            f"{c.name}: {c.description}",
             c.verdict,
             f"{d.bad}/{d.n}" if d else "-",
             f"[{d.ci.low:.0%}, {d.ci.high:.0%}]" if d else "-",
@@ -187,11 +181,11 @@ def render_fix(console: Console, result: FixResult) -> None:
             f"{f.verdict} {f.failed}/{f.n} vs {f.base_failed}/{f.base_n} (p {f.p_adjusted:.2g})"
             if f
             else "-",
-            untrusted_text((d.alternative if d else None) or "-"),
+            (d.alternative if d else None) or "-",
         )
     console.print(table)
     for note in worded(result.notes):
-        console.print(untrusted_text(f"note: {note}", style="yellow"), highlight=False)
+        console.print(f"note: {note}", style="yellow", highlight=False)
     console.print(
         f"PASS: bad-decision rate significantly lower (Fisher, Holm, alpha {result.alpha}) "
         f"and its upper bound ≤ {result.max_rate:.0%}; PART: significantly lower only. "

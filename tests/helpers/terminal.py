@@ -6,15 +6,15 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-
 from otelcar.report.notes import worded
+from otelcar.safe_console import SafeConsole
 
 
-def printed(render: Callable[[Console, Any], None], result: Any, width: int = 4000) -> str:
-    """What ``render(console, result)`` prints on a plain rich console ``width`` wide."""
+def printed(render: Callable[[Any, Any], None], result: Any, width: int = 4000) -> str:
+    """What ``render(console, result)`` prints on the CLI's console (:class:`SafeConsole`)
+    ``width`` wide."""
     out = io.StringIO()
-    render(Console(file=out, width=width), result)
+    render(SafeConsole(file=out, width=width), result)
     return out.getvalue()
 
 
