@@ -111,10 +111,12 @@ class PolicyRegistry:
         out: list[Note] = []
         for policy in [*self._llm.values(), *self._tool.values()]:
             notes = getattr(policy, "notes", None)
-            if callable(notes):
-                out.extend(
-                    n for n in (note("policy", text=line) for line in notes()) if n not in out
-                )
+            if not callable(notes):
+                continue
+            for line in notes():
+                made = note("policy", text=line)
+                if made not in out:
+                    out.append(made)
         return out
 
     def llm(self, key: str) -> LLMPolicy:

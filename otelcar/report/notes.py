@@ -8,7 +8,7 @@ words it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from otelcar.notes import Note
@@ -30,25 +30,17 @@ def words(kind: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
     return register
 
 
-def word(item: Note | str) -> str:
-    """The sentence for ``item`` (a text from an older writer stays as it is)."""
-    if isinstance(item, str):
-        return item
+def word(item: Note) -> str:
+    """The sentence for ``item``; :class:`KeyError` for a kind with no wording."""
     wording = WORDINGS.get(item.kind)
     if wording is None:
         raise KeyError(f"no wording for the note kind {item.kind!r}")
     return wording(**item.facts)
 
 
-def worded(items: Iterable[Note | str]) -> list[str]:
+def worded(items: Iterable[Note]) -> list[str]:
     """Each of ``items`` worded (:func:`word`), in order."""
     return [word(item) for item in items]
-
-
-def with_worded_notes(data: Mapping[str, Any], items: Iterable[Note | str]) -> dict[str, Any]:
-    """``data`` (a result's ``to_dict()``) with its ``notes`` worded: what the front ends
-    write."""
-    return {**data, "notes": worded(items)} if "notes" in data else dict(data)
 
 
 def _steps(steps: Iterable[Any]) -> str:
